@@ -1,0 +1,68 @@
+"""Hydra: every option of every config group composes and instantiates; the plain functions behind
+each `@hydra.main` run on composed configs."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+from hydra import compose, initialize_config_dir
+from hydra.utils import instantiate
+
+from kate.cli import CONF_DIR, SUBCOMMANDS
+from kate.llm.base import ChatModel
+from kate.llm.registry import SMALL_TEST_MODEL
+
+# Options that load a model are pointed at the small one, to keep this fast.
+LIGHT = {"llamacpp": [f"llm.model={SMALL_TEST_MODEL}", "llm.n_ctx=1024"], "hf": [f"llm.model={SMALL_TEST_MODEL}"]}
+
+
+def _groups():
+    for group_dir in sorted(p for p in CONF_DIR.iterdir() if p.is_dir()):
+        for option in sorted(group_dir.glob("*.yaml")):
+            yield group_dir.name, option.stem
+
+
+@pytest.mark.parametrize("group,option", list(_groups()))
+def test_every_option_of_every_group_instantiates(group, option):
+    with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
+        cfg = compose("demo", overrides=[f"{group}={option}", *LIGHT.get(option, [])])
+    obj = instantiate(cfg[group])
+    if group == "llm":
+        assert isinstance(obj, ChatModel)
+
+
+@pytest.mark.parametrize("name", sorted(SUBCOMMANDS))
+def test_every_subcommand_config_composes(name):
+    config_name = SUBCOMMANDS[name][0]
+    with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
+        assert compose(config_name) is not None
+
+
+def test_demo_runs_on_the_fake_model(capsys):
+    from kate.demo import run_demo
+
+    script = ['{"name": "calculator", "arguments": {"expression": "1234 * 5678"}}', "Shakespeare.", '{"name": "x"', "ok"]
+    with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
+        cfg = compose("demo", overrides=["llm=fake", f"llm.script={script}", "llm.repeat_last=false"])
+    rows = run_demo(cfg)
+    assert rows[0]["calls"] == [{"name": "calculator", "arguments": {"expression": "1234 * 5678"}}]
+    assert rows[1]["calls"] == [] and rows[2]["parse_error"]
+    assert "calculator" in capsys.readouterr().out
+
+
+def test_models_list_runs():
+    from kate.models_cmd import run_models
+
+    with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
+        status = run_models(compose("models"))
+    assert status[SMALL_TEST_MODEL].startswith("installed")
+
+
+def test_cli_entry_point():
+    out = subprocess.run([sys.executable, "-m", "kate.cli", "models", "verify", SMALL_TEST_MODEL], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert SMALL_TEST_MODEL in out.stdout and "ok" in out.stdout
+    bad = subprocess.run([sys.executable, "-m", "kate.cli", "nonsense"], capture_output=True, text=True)
+    assert bad.returncode == 2 and "usage" in bad.stdout

@@ -1,0 +1,75 @@
+"""The llama.cpp backend on real models: batched n-sampling over one shared prefill."""
+
+from __future__ import annotations
+
+import pytest
+
+from kate.llm.base import ChatModel
+from kate.toolcall import ToolCall
+
+from .conftest import CALCULATOR
+
+HELLO = [{"role": "user", "content": "Say hello to Ada in one short sentence."}]
+
+
+def test_small_model_chats(small_llamacpp):
+    assert isinstance(small_llamacpp, ChatModel)
+    [c] = small_llamacpp.chat(HELLO, max_tokens=24)
+    assert c.text.strip()
+    assert c.usage.prompt_tokens > 0 and 0 < c.usage.completion_tokens <= 24
+    assert c.finish_reason in {"stop", "length"}
+
+
+def test_greedy_samples_agree_with_single_greedy(small_llamacpp):
+    [single] = small_llamacpp.chat(HELLO, max_tokens=16)
+    many = small_llamacpp.chat(HELLO, n=3, max_tokens=16)
+    assert [c.text for c in many] == [single.text] * 3
+
+
+def test_sampling_is_seeded_and_varied(small_llamacpp):
+    a = small_llamacpp.chat(HELLO, n=4, temperature=1.2, max_tokens=12, seed=7, logprobs=True)
+    b = small_llamacpp.chat(HELLO, n=4, temperature=1.2, max_tokens=12, seed=7, logprobs=True)
+    assert [c.text for c in a] == [c.text for c in b]
+    assert len({c.text for c in a}) > 1
+    for c in a:
+        assert c.logprobs is not None and len(c.logprobs) == c.usage.completion_tokens
+        assert all(t.logprob <= 0 for t in c.logprobs)
+
+
+def test_more_samples_than_parallel_slots_run_in_rounds(small_llamacpp):
+    out = small_llamacpp.chat(HELLO, n=6, temperature=1.0, max_tokens=6, seed=1)
+    assert len(out) == 6  # max_parallel is 4 in the fixture
+
+
+def test_prefix_cache_gives_the_same_answer_as_a_cold_prompt(small_llamacpp):
+    history = HELLO + [{"role": "assistant", "content": "Hello, Ada!"}, {"role": "user", "content": "Now say bye."}]
+    small_llamacpp.chat(HELLO, max_tokens=8)  # leaves HELLO's prefix in the cache
+    warm = small_llamacpp.chat(history, max_tokens=12)[0].text
+    small_llamacpp.chat([{"role": "user", "content": "unrelated"}], max_tokens=2)  # evicts it
+    cold = small_llamacpp.chat(history, max_tokens=12)[0].text
+    assert warm == cold
+
+
+def test_stop_strings_cut_the_text(small_llamacpp):
+    [c] = small_llamacpp.chat(HELLO, max_tokens=24, stop=[" "])
+    assert " " not in c.text and c.finish_reason == "stop"
+
+
+def test_prompt_too_long_is_a_clear_error(small_llamacpp):
+    with pytest.raises(ValueError, match="exceeds n_ctx"):
+        small_llamacpp.chat([{"role": "user", "content": "word " * 3000}], max_tokens=8)
+
+
+def test_tools_without_template_support_are_prompted(small_llamacpp):
+    prompt = small_llamacpp.render([{"role": "user", "content": "2+2?"}], [CALCULATOR])
+    assert "calculator" in prompt and "<tool_call>" in prompt
+
+
+@pytest.mark.model
+def test_default_model_calls_the_calculator(default_llamacpp):
+    [c] = default_llamacpp.chat([{"role": "user", "content": "What is 1234 * 5678?"}], [CALCULATOR], max_tokens=64)
+    assert c.parse_error is None, c.text
+    assert len(c.tool_calls) == 1
+    call = c.tool_calls[0]
+    assert isinstance(call, ToolCall) and call.name == "calculator"
+    assert call.arguments["expression"].replace(" ", "") in {"1234*5678", "1234x5678"}
