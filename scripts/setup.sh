@@ -29,7 +29,9 @@ if [ ! -f "$STAMP" ]; then
     "$VENV/bin/python" -m pip install --quiet "$TORCH_SPEC"
   fi
   echo "[setup] installing kate and its dependencies (llama-cpp-python builds from source once: ~7 min)"
-  "$VENV/bin/python" -m pip install --quiet -e ".[dev]"
+  "$VENV/bin/python" -m pip install --quiet -e ".[dev,bfcl]"
+  echo "[setup] installing bfcl-eval (official BFCL data and checkers) without its pins"
+  "$VENV/bin/python" -m pip install --quiet --no-deps "bfcl-eval==2026.3.23"
   rm -f "$VENV"/.kate-setup-*
   touch "$STAMP"
 fi

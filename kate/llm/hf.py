@@ -104,6 +104,7 @@ class HFChatModel:
         seed: int | None = None,
         stop: list[str] | None = None,
         logprobs: bool = False,
+        ignore_eos: bool = False,
     ) -> list[Completion]:
         check_sampling_args(n, temperature, max_tokens)
         input_ids = self._encode(self.render(messages, tools))
@@ -122,6 +123,8 @@ class HFChatModel:
             generate_kwargs.update(temperature=temperature, top_k=0, top_p=1.0)
         else:
             generate_kwargs.update(temperature=None, top_k=None, top_p=None)
+        if ignore_eos:  # fixed-length generation, for benchmarks
+            generate_kwargs.update(min_new_tokens=max_tokens)
         if stop:
             generate_kwargs.update(stop_strings=list(stop), tokenizer=self.tokenizer)
         with torch.no_grad():

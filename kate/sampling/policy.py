@@ -1,0 +1,120 @@
+"""Per-step action selection: a ``Sampler`` turns the history into one ``Step`` (calls or answer).
+
+Greedy (one sample, temperature 0), width (ONE request with ``n=N``, then a vote) and depth (a
+depth prompt before acting; it wraps greedy by default, or any other sampler).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+from kate.llm.base import ChatModel, Completion, Message, ToolSchema, Usage
+from kate.sampling.depth import ALL_KINDS, normalize_kinds, with_depth_prompt
+from kate.sampling.vote import AGGREGATORS, Vote
+from kate.toolcall import ToolCall
+
+
+@dataclass(frozen=True)
+class Step:
+    """What a sampler decided: ``calls`` (empty = answer with ``text``) and what it saw.
+
+    ``parse_error`` is set when the chosen output was a malformed call (no calls then).
+    ``usage``: the request's prompt tokens once, the completion tokens of every sample, plus
+    the aggregation's own cost (a critic request).
+    """
+
+    calls: tuple[ToolCall, ...]
+    text: str
+    completions: tuple[Completion, ...]
+    vote: Vote | None = None
+    usage: Usage = Usage()
+    parse_error: str | None = None
+
+
+@runtime_checkable
+class Sampler(Protocol):
+    def act(self, model: ChatModel, messages: list[Message], tools: list[ToolSchema] | None, *,
+            seed: int | None = None) -> Step: ...
+
+
+def _usage(completions: Sequence[Completion], extra: Usage = Usage()) -> Usage:
+    prompt = max((c.usage.prompt_tokens for c in completions), default=0)
+    completion = sum(c.usage.completion_tokens for c in completions)
+    return Usage(prompt + extra.prompt_tokens, completion + extra.completion_tokens)
+
+
+def _require(completions: list[Completion], model: ChatModel) -> tuple[Completion, ...]:
+    if not completions:
+        raise RuntimeError(f"model {getattr(model, 'name', model)!r} returned no completion")
+    return tuple(completions)
+
+
+@dataclass(frozen=True)
+class GreedySampler:
+    """One sample at temperature 0."""
+
+    max_tokens: int = 256
+
+    def act(self, model: ChatModel, messages: list[Message], tools: list[ToolSchema] | None, *,
+            seed: int | None = None) -> Step:
+        completions = _require(
+            model.chat(messages, tools, n=1, temperature=0.0, max_tokens=self.max_tokens, seed=seed), model
+        )
+        first = completions[0]
+        return Step(first.tool_calls, first.text, completions, None, _usage(completions[:1]), first.parse_error)
+
+
+@dataclass(frozen=True)
+class WidthSampler:
+    """``n`` samples from ONE request (``n=N``), aggregated by ``aggregate`` ("majority" | "critic").
+
+    Log-probabilities are requested so that vote ties break by sequence likelihood.
+    """
+
+    n: int = 8
+    temperature: float = 1.0
+    aggregate: str = "majority"
+    max_tokens: int = 256
+    logprobs: bool = True
+    critic_max_tokens: int = 16
+
+    def __post_init__(self) -> None:
+        if self.aggregate not in AGGREGATORS:
+            raise ValueError(f"unknown aggregate {self.aggregate!r}; known: {sorted(AGGREGATORS)}")
+        if not isinstance(self.n, int) or self.n < 1:
+            raise ValueError(f"n must be a positive integer, got {self.n!r}")
+
+    def act(self, model: ChatModel, messages: list[Message], tools: list[ToolSchema] | None, *,
+            seed: int | None = None) -> Step:
+        completions = _require(
+            model.chat(messages, tools, n=self.n, temperature=self.temperature, max_tokens=self.max_tokens,
+                       seed=seed, logprobs=self.logprobs),
+            model,
+        )
+        vote = AGGREGATORS[self.aggregate](
+            model, messages, tools, completions, max_tokens=self.critic_max_tokens, seed=seed
+        )
+        shown = completions[vote.chosen.samples[0]]
+        usage = _usage(completions, vote.usage)
+        if vote.failed:
+            return Step((), shown.text, completions, vote, usage, shown.parse_error)
+        return Step(vote.chosen.calls, shown.text, completions, vote, usage, None)
+
+
+@dataclass(frozen=True)
+class DepthSampler:
+    """The depth prompt appended for the request only; then ``inner`` (greedy by default) acts."""
+
+    kinds: tuple[str, ...] = ALL_KINDS
+    max_tokens: int = 256
+    inner: Sampler | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "kinds", normalize_kinds(self.kinds))
+
+    def act(self, model: ChatModel, messages: list[Message], tools: list[ToolSchema] | None, *,
+            seed: int | None = None) -> Step:
+        inner = self.inner if self.inner is not None else GreedySampler(self.max_tokens)
+        return inner.act(model, with_depth_prompt(messages, self.kinds), tools, seed=seed)
