@@ -288,13 +288,20 @@ def _literal(node: ast.expr, key: str) -> Any:
         raise _Reject(f"value of {key!r} is not a literal") from None
 
 
-def _python_call(node: ast.expr, where: str) -> ToolCall:
+def _python_call(node: ast.expr, where: str, positional: Mapping[str, Sequence[str]] | None = None) -> ToolCall:
     if not isinstance(node, ast.Call):
         raise _Reject(f"{where}: not a call expression")
     name = _dotted_name(node.func, where)
-    if node.args:
+    order = (positional or {}).get(name)
+    if node.args and order is None:
         raise _Reject(f"{where}: {name}() has positional arguments; only keywords are allowed")
+    if len(node.args) > len(order or ()):
+        raise _Reject(f"{where}: {name}() has more positional arguments than parameters")
     arguments: dict[str, Any] = {}
+    for param, value in zip(order or (), node.args):
+        if isinstance(value, ast.Starred):
+            raise _Reject(f"{where}: {name}() uses *args")
+        arguments[param] = _literal(value, param)
     for keyword in node.keywords:
         if keyword.arg is None:
             raise _Reject(f"{where}: {name}() uses **kwargs")
@@ -305,8 +312,12 @@ def _python_call(node: ast.expr, where: str) -> ToolCall:
 
 
 @_total
-def from_python_call(text: str) -> Parsed:
-    """``f(a=1)``, ``m.f(a=1)`` or ``[f(a=1), g(b='x')]`` with literal keyword values -> calls."""
+def from_python_call(text: str, positional: Mapping[str, Sequence[str]] | None = None) -> Parsed:
+    """``f(a=1)``, ``m.f(a=1)`` or ``[f(a=1), g(b='x')]`` with literal keyword values -> calls.
+
+    Positional arguments are a failure unless ``positional`` gives the parameter order of that
+    function (BFCL's multi-turn ground truth writes ``sort('report.pdf')``).
+    """
     if not isinstance(text, str):
         raise _Reject(f"expected text, got {type(text).__name__}")
     if len(text) > _MAX_PYTHON_CHARS:
@@ -316,8 +327,8 @@ def from_python_call(text: str) -> Parsed:
     except (SyntaxError, ValueError) as exc:
         raise _Reject(f"not a python call expression ({type(exc).__name__})") from None
     if isinstance(body, (ast.List, ast.Tuple)):
-        return Parsed(calls=tuple(_python_call(n, f"item {i}") for i, n in enumerate(body.elts)))
-    return Parsed(calls=(_python_call(body, "expression"),))
+        return Parsed(calls=tuple(_python_call(n, f"item {i}", positional) for i, n in enumerate(body.elts)))
+    return Parsed(calls=(_python_call(body, "expression", positional),))
 
 
 # --------------------------------------------------------------------------- BFCL
@@ -344,13 +355,13 @@ def from_bfcl(decoded: Any) -> Parsed:
 
 
 @_total
-def from_bfcl_strings(strings: Any) -> Parsed:
-    """BFCL call strings ``["cd(folder='x')", ...]``, one call each -> calls."""
+def from_bfcl_strings(strings: Any, positional: Mapping[str, Sequence[str]] | None = None) -> Parsed:
+    """BFCL call strings ``["cd(folder='x')", ...]``, one call each -> calls (see from_python_call)."""
     if isinstance(strings, str) or not isinstance(strings, Sequence):
         raise _Reject(f"expected a list of call strings, got {type(strings).__name__}")
     calls: list[ToolCall] = []
     for index, string in enumerate(strings):
-        parsed = from_python_call(string)
+        parsed = from_python_call(string, positional)
         if not parsed.ok:
             raise _Reject(f"string {index}: {parsed.error}")
         if len(parsed.calls) != 1:
