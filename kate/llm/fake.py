@@ -41,7 +41,16 @@ class FakeChatModel:
     ) -> list[Completion]:
         check_sampling_args(n, temperature, max_tokens)
         self.requests.append(
-            {"messages": [dict(m) for m in messages], "tools": tools, "n": n, "temperature": temperature, "seed": seed}
+            {
+                "messages": [dict(m) for m in messages],
+                "tools": tools,
+                "n": n,
+                "temperature": temperature,
+                "max_tokens": max_tokens,
+                "seed": seed,
+                "stop": stop,
+                "logprobs": logprobs,
+            }
         )
         index = len(self.requests) - 1
         if index >= len(self.script):
