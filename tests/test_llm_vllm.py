@@ -44,7 +44,8 @@ def counted_model(vllm_server):
 
 def test_tool_call_is_parsed_from_what_the_model_writes(counted_model):
     model, calls = counted_model
-    [c] = model.chat([{"role": "user", "content": "What is 1234 * 5678?"}], [CALCULATOR], temperature=0.0, max_tokens=64)
+    question = [{"role": "user", "content": "What is 1234 * 5678?"}]
+    [c] = model.chat(question, [CALCULATOR], temperature=0.0, max_tokens=64)
     assert c.parse_error is None, c.text
     assert [call.name for call in c.tool_calls] == ["calculator"], c.text
     assert len(calls) == 1

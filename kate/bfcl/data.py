@@ -56,10 +56,11 @@ class BFCLEntry:
     category: str
     index: int
     turns: list[list[dict[str, Any]]]
-    functions: list[dict[str, Any]]  # BFCL function docs, as the checker wants them
+    functions: list[dict[str, Any]]  # BFCL function docs as the model sees them (language hints added)
     ground_truth: Any  # single-turn: possible answers; multi-turn: per turn, call strings
     involved_classes: tuple[str, ...] = ()
     raw: dict[str, Any] = field(default_factory=dict, repr=False)
+    checker_functions: list[dict[str, Any]] = field(default_factory=list, repr=False)  # as the checker wants them
 
     @property
     def is_multi_turn(self) -> bool:
@@ -98,6 +99,7 @@ def _load_category(category: str) -> tuple[BFCLEntry, ...]:
     from bfcl_eval.utils import load_dataset_entry, load_ground_truth_entry
 
     entries = load_dataset_entry(category)
+    plain = {e["id"]: e.get("function", []) for e in load_dataset_entry(category, include_language_specific_hint=False)}
     has_answers = category not in {"irrelevance", "live_irrelevance", "live_relevance"}
     answers = {a["id"]: a["ground_truth"] for a in load_ground_truth_entry(category)} if has_answers else {}
     return tuple(
@@ -110,6 +112,7 @@ def _load_category(category: str) -> tuple[BFCLEntry, ...]:
             ground_truth=answers.get(e["id"]),
             involved_classes=tuple(e.get("involved_classes", ())),
             raw=e,
+            checker_functions=plain[e["id"]],
         )
         for e in entries
     )

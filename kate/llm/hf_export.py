@@ -102,7 +102,8 @@ def export_hf_folder(model_name: str, *, force: bool = False) -> Path:
         config = json.loads((tmp / "config.json").read_text())
         if "quantization_config" in config:
             raise ModelFileError(f"{model_name}: exported config.json still has a quantization_config")
-        atomic_write_json(tmp / MARKER, {**_expected_marker(model_name), "seconds": round(time.monotonic() - started, 1)})
+        seconds = round(time.monotonic() - started, 1)
+        atomic_write_json(tmp / MARKER, {**_expected_marker(model_name), "seconds": seconds})
         tmp.chmod(0o755)
         if target.exists():
             stale = target.with_name(f".{target.name}.stale-{time.time_ns()}")

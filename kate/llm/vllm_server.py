@@ -65,12 +65,13 @@ class VLLMServer(LocalServer):
         if os.getpgid(0) == self._pgid():  # never signal our own group (setsid failed)
             super().stop()
             return
-        self._signal_group(signal.SIGTERM)
-        try:
-            self.process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            pass
-        self._signal_group(signal.SIGKILL)  # stragglers (engine core) and a server that hung
+        if self.process.poll() is None:
+            self.process.terminate()  # the API server shuts its engine down itself
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                pass
+        self._signal_group(signal.SIGKILL)  # stragglers (engine core, workers) and a hung server
         if self.process.poll() is None:
             self.process.wait()
 

@@ -1,0 +1,1 @@
+"""Evaluation: BFCL-V3 runs, result files, reports."""
