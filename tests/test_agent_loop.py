@@ -423,3 +423,22 @@ def test_corrupt_middle_line_raises_with_file_and_line(tmp_path):
     path.write_text('{"id": 1}\n{"id": \n{"id": 3}\n')
     with pytest.raises(ValueError, match=r"traj\.jsonl:2"):
         read_jsonl(path)
+
+
+def test_a_call_repeated_within_one_step_runs_once():
+    env, log = _counting_env()
+    twice = call_text("look", path="/a") + "\n" + call_text("look", path="/a")
+    model = FakeChatModel([twice, "done"])
+    result = run_turn(model, env, USER, GreedySampler())
+    assert log == ["/a"] and result.steps[0].calls == (ToolCall("look", {"path": "/a"}),)
+    env_off, log_off = _counting_env()
+    run_turn(FakeChatModel([twice, "done"]), env_off, USER, GreedySampler(), repeat_policy="off")
+    assert log_off == ["/a", "/a"]
+
+
+def test_the_same_malformed_output_twice_ends_the_turn():
+    broken = '{"name": "add", "arguments": {"a": 1, "b": 2}]'
+    model = FakeChatModel([broken], repeat_last=True)
+    result = run_turn(model, make_env(), USER, GreedySampler(), max_steps=10)
+    assert result.end_reason == "repeat" and len(result.steps) == 2
+    assert result.steps[1].repeat_of == 0 and result.steps[1].parse_error

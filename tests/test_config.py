@@ -24,10 +24,15 @@ def _groups():
             yield group_dir.name, option.stem
 
 
+# the subcommand config whose defaults list holds each group
+HOST = {"llm": "demo", "sampling": "eval"}
+
+
 @pytest.mark.parametrize("group,option", list(_groups()))
 def test_every_option_of_every_group_instantiates(group, option):
+    assert group in HOST, f"conf/{group}/ is a new group: add the config that composes it to HOST"
     with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
-        cfg = compose("demo", overrides=[f"{group}={option}", *LIGHT.get(option, [])])
+        cfg = compose(HOST[group], overrides=[f"{group}={option}", *LIGHT.get(option, [])])
     obj = instantiate(cfg[group])
     if group == "llm":
         assert isinstance(obj, ChatModel)

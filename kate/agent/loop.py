@@ -13,6 +13,8 @@ turn is a repeat, handled by ``repeat_policy`` for every sampler alike:
 * ``"warn"``: not executed again; each tool message says the call was already made, gives its
   earlier result, and invites an answer. A second repeat in the turn ends it.
 * ``"off"``: repeats are executed like any call.
+Under ``"end_turn"`` and ``"warn"`` a call repeated *within* one step runs once, and the same
+malformed output twice in a turn ends it (``end_reason="repeat"``).
 """
 
 from __future__ import annotations
@@ -217,22 +219,30 @@ def run_turn(
 
     steps: list[StepRecord] = []
     seen: dict[tuple[str, ...], tuple[int, tuple[ToolCall, ...], tuple[Observation, ...]]] = {}
+    malformed: dict[str, int] = {}  # raw text of malformed steps -> first step index
     repeats, answer, end_reason = 0, None, "max_steps"
     for i in range(max_steps):
         step = sampler.act(model, history, tools, seed=seed + i)
         vote = step.vote.to_dict() if step.vote is not None else None
         record = dict(index=i, text=step.text, vote=vote, usage=step.usage)
         if not step.calls:
-            history.append({"role": "assistant", "content": step.text})
             if step.parse_error is not None:
-                history.append({"role": "user", "content": MALFORMED_NOTE.format(error=step.parse_error)})
+                first = malformed.get(step.text) if repeat_policy != "off" else None
                 steps.append(StepRecord(**record, calls=(), observations=(), executed=False,
-                                        parse_error=step.parse_error))
+                                        parse_error=step.parse_error, repeat_of=first))
+                if first is not None:  # the same broken output again: the model is stuck
+                    end_reason = "repeat"
+                    break
+                malformed.setdefault(step.text, i)
+                history.append({"role": "assistant", "content": step.text})
+                history.append({"role": "user", "content": MALFORMED_NOTE.format(error=step.parse_error)})
                 continue
+            history.append({"role": "assistant", "content": step.text})
             steps.append(StepRecord(**record, calls=(), observations=(), executed=False))
             answer, end_reason = step.text, "answer"
             break
-        calls = _with_ids(tuple(step.calls), f"call_{len(history)}")
+        unique = tuple(dict.fromkeys(step.calls)) if repeat_policy != "off" else tuple(step.calls)
+        calls = _with_ids(unique, f"call_{len(history)}")
         key = canonical_call_set(calls)
         earlier = seen.get(key) if repeat_policy != "off" else None
         if earlier is not None:

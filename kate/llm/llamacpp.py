@@ -51,6 +51,7 @@ class LlamaCppChatModel:
         name: str | None = None,
         n_ctx: int = 8192,
         n_threads: int | None = None,
+        n_threads_batch: int | None = None,
         n_batch: int = 512,
         max_parallel: int = 16,
         chat_template: str | None = None,
@@ -71,7 +72,12 @@ class LlamaCppChatModel:
         llama_cpp.llama_backend_init()
         model_params = llama_cpp.llama_model_default_params()
         self._model = internals.LlamaModel(path_model=str(self.path), params=model_params, verbose=verbose)
-        threads = n_threads or os.cpu_count() or 1
+        cores = os.cpu_count() or 1
+        # llama-cpp-python's own defaults: half the cores for one-token decoding (its threads
+        # spin-wait on each other; a busy neighbour on a small machine can make two threads 30x
+        # slower than one), every core for batches (prefill, width-N decoding).
+        threads = n_threads or max(1, cores // 2)
+        threads_batch = n_threads_batch or cores
         ctx_params = llama_cpp.llama_context_default_params()
         ctx_params.n_ctx = n_ctx
         ctx_params.n_batch = max(n_batch, max_parallel)
@@ -79,7 +85,7 @@ class LlamaCppChatModel:
         ctx_params.n_seq_max = max_parallel
         ctx_params.kv_unified = True  # prompt cells shared by every sequence
         ctx_params.n_threads = threads
-        ctx_params.n_threads_batch = threads
+        ctx_params.n_threads_batch = threads_batch
         self._ctx = internals.LlamaContext(model=self._model, params=ctx_params, verbose=verbose)
         self._batch = internals.LlamaBatch(n_tokens=ctx_params.n_batch, embd=0, n_seq_max=max_parallel, verbose=verbose)
         self.n_ctx = self._ctx.n_ctx()

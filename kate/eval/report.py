@@ -1,0 +1,197 @@
+"""Reports from result folders: per-category accuracy with 95% confidence intervals, BFCL-V3
+summary groups (formula stated), paired per-entry differences between two runs, and plots.
+
+Group scores are the unweighted mean of the accuracies of the group's categories *present in the
+run*, and the group is labelled with how many of its categories it covers. No "overall" is printed
+unless every group is complete: bfcl-eval's own overall weights V4 agentic categories that cannot
+run offline, so a partial set must never pass for one.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections import defaultdict
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from kate.bfcl.data import MULTI_TURN
+
+V3_GROUPS: dict[str, tuple[str, ...]] = {
+    "non-live AST": ("simple_python", "simple_java", "simple_javascript", "multiple", "parallel", "parallel_multiple"),
+    "live": ("live_simple", "live_multiple", "live_parallel", "live_parallel_multiple"),
+    "multi-turn": MULTI_TURN,
+    "relevance/irrelevance": ("irrelevance", "live_irrelevance", "live_relevance"),
+}
+
+
+def wilson(correct: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """95% Wilson score interval of a proportion (sound at 0/n and n/n, unlike the normal one)."""
+    if n == 0:
+        return (0.0, 0.0)
+    p = correct / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+def mean_ci(values: Sequence[float], z: float = 1.96) -> tuple[float, float, float]:
+    """(mean, low, high) with a normal-approximation interval."""
+    if not values:
+        return (0.0, 0.0, 0.0)
+    mean = statistics.fmean(values)
+    if len(values) < 2:
+        return (mean, mean, mean)
+    half = z * statistics.stdev(values) / math.sqrt(len(values))
+    return (mean, max(0.0, mean - half), min(1.0, mean + half))
+
+
+def summarize(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per category: n, correct, accuracy and its CI; multi-turn also the turns-passed fraction."""
+    by_category: dict[str, list[dict]] = defaultdict(list)
+    for record in records:
+        by_category[record["category"]].append(record)
+    summary = {}
+    for category, rows in sorted(by_category.items()):
+        correct = sum(bool(r["valid"]) for r in rows)
+        low, high = wilson(correct, len(rows))
+        item = {"n": len(rows), "correct": correct, "accuracy": correct / len(rows), "ci95": [low, high]}
+        if category in MULTI_TURN:
+            fraction, f_low, f_high = mean_ci([r.get("turn_fraction", 0.0) for r in rows])
+            item.update(turn_fraction=fraction, turn_fraction_ci95=[f_low, f_high])
+            item["end_reasons"] = _count(reason for r in rows for reason in r.get("end_reasons", []))
+        summary[category] = item
+    return summary
+
+
+def _count(items) -> dict[str, int]:
+    counts: dict[str, int] = defaultdict(int)
+    for item in items:
+        counts[item] += 1
+    return dict(counts)
+
+
+def group_scores(summary: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    groups = {}
+    for group, categories in V3_GROUPS.items():
+        present = [c for c in categories if c in summary]
+        if present:
+            groups[group] = {
+                "accuracy": statistics.fmean(summary[c]["accuracy"] for c in present),
+                "categories": f"{len(present)}/{len(categories)}",
+                "complete": len(present) == len(categories),
+            }
+    if len(groups) == len(V3_GROUPS) and all(g["complete"] for g in groups.values()):
+        groups["V3 overall (unweighted mean of the 4 groups)"] = {
+            "accuracy": statistics.fmean(g["accuracy"] for g in groups.values()), "categories": "all", "complete": True,
+        }  # fmt: skip
+    return groups
+
+
+def paired_difference(a: list[dict], b: list[dict]) -> dict[str, Any]:
+    """Entries both runs scored: which B fixed (A wrong, B right) and which it broke."""
+    by_id_a = {r["id"]: r for r in a}
+    common = [r for r in b if r["id"] in by_id_a]
+    fixed = sorted(r["id"] for r in common if r["valid"] and not by_id_a[r["id"]]["valid"])
+    broken = sorted(r["id"] for r in common if not r["valid"] and by_id_a[r["id"]]["valid"])
+    per_category: dict[str, dict[str, int]] = defaultdict(lambda: {"fixed": 0, "broken": 0, "n": 0})
+    for r in common:
+        row = per_category[r["category"]]
+        row["n"] += 1
+        row["fixed"] += r["id"] in fixed
+        row["broken"] += r["id"] in broken
+    return {"n_common": len(common), "fixed": fixed, "broken": broken, "per_category": dict(per_category)}
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.1f}"
+
+
+def markdown_table(runs: dict[str, dict[str, dict[str, Any]]]) -> str:
+    """``runs``: run name -> summarize() output. One row per category, one column per run."""
+    names = list(runs)
+    categories = sorted({c for s in runs.values() for c in s}, key=lambda c: (c in MULTI_TURN, c))
+    lines = ["| category | n | " + " | ".join(names) + " |", "|---|---|" + "---|" * len(names)]
+    for category in categories:
+        n = max(s[category]["n"] for s in runs.values() if category in s)
+        cells = []
+        for name in names:
+            item = runs[name].get(category)
+            if item is None:
+                cells.append("-")
+                continue
+            low, high = item["ci95"]
+            cell = f"{_pct(item['accuracy'])} [{_pct(low)}, {_pct(high)}]"
+            if "turn_fraction" in item:
+                cell += f"; turns {_pct(item['turn_fraction'])}"
+            cells.append(cell)
+        lines.append(f"| {category} | {n} | " + " | ".join(cells) + " |")
+    for group in V3_GROUPS:
+        cells = []
+        for name in names:
+            g = group_scores(runs[name]).get(group)
+            cells.append(f"{_pct(g['accuracy'])} ({g['categories']})" if g else "-")
+        if any(c != "-" for c in cells):
+            lines.append(f"| **{group}** (mean of categories run) | | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def plot_categories(runs: dict[str, dict[str, dict[str, Any]]], path: str | Path) -> Path:
+    """Grouped bars: accuracy per category per run, with 95% CI whiskers."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = list(runs)
+    categories = sorted({c for s in runs.values() for c in s}, key=lambda c: (c in MULTI_TURN, c))
+    width = 0.8 / max(len(names), 1)
+    fig, ax = plt.subplots(figsize=(max(6, 1.1 * len(categories) + 2), 4.2))
+    for k, name in enumerate(names):
+        xs, ys, errs = [], [], [[], []]
+        for i, category in enumerate(categories):
+            item = runs[name].get(category)
+            if item is None:
+                continue
+            xs.append(i + (k - (len(names) - 1) / 2) * width)
+            ys.append(100 * item["accuracy"])
+            errs[0].append(100 * (item["accuracy"] - item["ci95"][0]))
+            errs[1].append(100 * (item["ci95"][1] - item["accuracy"]))
+        ax.bar(xs, ys, width, yerr=errs, capsize=2, label=name)
+    ax.set_xticks(range(len(categories)), categories, rotation=30, ha="right")
+    ax.set_ylabel("accuracy (%) with 95% CI")
+    ax.set_ylim(0, 100)
+    ax.legend()
+    fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def plot_accuracy_vs_n(points: dict[int, float], costs: dict[int, float], path: str | Path, title: str = "") -> Path:
+    """Accuracy (left axis) and relative cost (right axis) against the number of samples N."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ns = sorted(points)
+    fig, ax = plt.subplots(figsize=(5.5, 3.8))
+    ax.plot(ns, [100 * points[n] for n in ns], "o-", label="accuracy")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("samples per step N")
+    ax.set_ylabel("accuracy (%)")
+    twin = ax.twinx()
+    twin.plot(ns, [costs[n] for n in ns], "s--", color="tab:red", label="wall time per step (s)")
+    twin.set_ylabel("wall time per step (s)")
+    ax.set_title(title)
+    fig.legend(loc="lower right")
+    fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path

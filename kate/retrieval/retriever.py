@@ -1,0 +1,154 @@
+"""Top-K knowledge entries with cosine >= p, filtered, de-duplicated, self hits excluded.
+
+Filters (each a config value, see ``RetrievalConfig``):
+
+* ``types``: entry types to return (ST, ES, SIC, TIC).
+* API classes (KATE, multi-turn): with ``api_class_match="subset"`` an entry is kept when its
+  classes are all among the task's (``overlap``: when it shares one); a task without classes
+  keeps only entries without classes (single-turn ones).
+* tools (single-turn): an entry is kept only when the current tools offer every function its
+  calls use, since single-turn entries each bring their own tools and a small model copies
+  foreign function names.
+* ``include_no_call``: entries whose correct behaviour was not to call.
+* ``exclude_ids``: entry ids or source ids (a dialogue id drops everything built from that
+  dialogue; ``dialogue#t<turn>`` drops that turn's entries): the self hit when building training data.
+
+The search is exact or approximate (whatever the base's index is); it fetches more candidates
+when filters reject some, and stops as soon as the next candidate is below the threshold.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from kate.knowledge.embedder import Embedder
+from kate.knowledge.entries import KnowledgeEntry, check_types
+from kate.knowledge.index import IndexSpec, search
+from kate.knowledge.store import MANIFEST, KnowledgeBase, check_embedding
+from kate.retrieval.config import RetrievalConfig
+
+
+@dataclass(frozen=True)
+class Hit:
+    entry: KnowledgeEntry
+    score: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.entry.id, "type": self.entry.type, "score": round(self.score, 4), "text": self.entry.text}
+
+
+def tool_names_from(tools: Iterable[str | Mapping[str, Any]] | None) -> tuple[str, ...] | None:
+    """Names from names or OpenAI / BFCL tool schemas; None stays None (no tool filter)."""
+    if tools is None:
+        return None
+    names = []
+    for tool in tools:
+        if isinstance(tool, str):
+            names.append(tool)
+        else:
+            names.append(tool.get("function", tool)["name"])
+    return tuple(names)
+
+
+class Retriever:
+    def __init__(self, kb: KnowledgeBase, embedder: Embedder, config: RetrievalConfig | None = None) -> None:
+        check_embedding(kb.manifest, embedder.identity(), (kb.path / MANIFEST) if kb.path else "knowledge base")
+        self.kb, self.embedder, self.config = kb, embedder, config or RetrievalConfig()
+
+    @classmethod
+    def from_config(cls, config: RetrievalConfig, embedder: Embedder | None = None) -> "Retriever":
+        """Open ``config.kb`` (a name under ``config.root`` or a folder) with the configured embedder."""
+        path = Path(config.kb)
+        if not (path.is_dir() and (path / MANIFEST).exists()):
+            path = Path(config.root) / config.kb
+        embedder = embedder or Embedder(**config.embedder)
+        kb = KnowledgeBase.load(path, embedding=embedder.identity())
+        if config.index:
+            from kate.knowledge.index import configure
+
+            configure(kb.index, IndexSpec(**{**kb.manifest["index"]["params"], **config.index}))
+        return cls(kb, embedder, config)
+
+    # --------------------------------------------------------------------------- filters
+    def _keep(self, entry: KnowledgeEntry, types: Sequence[str], api_classes: tuple[str, ...] | None,
+              tool_names: frozenset[str] | None, exclude: frozenset[str], sources: frozenset[str]) -> bool:
+        c = self.config
+        if entry.type not in types:
+            return False
+        if sources and entry.source not in sources:
+            return False
+        if exclude and (entry.id in exclude or not exclude.isdisjoint(entry.source_ids)):
+            return False
+        no_call = entry.type in ("ST", "ES") and not entry.payload.get("calls")
+        if no_call and not c.include_no_call:
+            return False
+        if c.filter_api_classes and api_classes is not None:
+            mine, task = set(entry.api_classes), set(api_classes)
+            if not task:
+                if mine:
+                    return False
+            elif not mine or not (mine <= task if c.api_class_match == "subset" else mine & task):
+                return False
+        if c.filter_tools and tool_names is not None and not set(entry.tool_names) <= tool_names:
+            return False
+        return True
+
+    # --------------------------------------------------------------------------- search
+    def retrieve(self, query: str, *, api_classes: Iterable[str] | None = None,
+                 tools: Iterable[str | Mapping[str, Any]] | None = None, exclude_ids: Iterable[str] = (),
+                 types: Sequence[str] | None = None, top_k: int | None = None,
+                 threshold: float | None = None) -> list[Hit]:
+        """The best ``top_k`` entries for ``query`` with cosine >= ``threshold`` that pass the filters.
+
+        ``api_classes``: the task's API classes (None: no class filter). ``tools``: the current
+        tools, as names or schemas (None: no tool filter)."""
+        vector = self.embedder.embed_query(query)
+        return self.search_vector(vector, api_classes=api_classes, tools=tools, exclude_ids=exclude_ids,
+                                  types=types, top_k=top_k, threshold=threshold)
+
+    def search_vector(self, vector: np.ndarray, *, api_classes: Iterable[str] | None = None,
+                      tools: Iterable[str | Mapping[str, Any]] | None = None, exclude_ids: Iterable[str] = (),
+                      types: Sequence[str] | None = None, top_k: int | None = None,
+                      threshold: float | None = None) -> list[Hit]:
+        c = self.config
+        types = list(check_types(types)) if types is not None else list(c.types)
+        top_k = c.top_k if top_k is None else int(top_k)
+        threshold = c.threshold if threshold is None else float(threshold)
+        classes = tuple(api_classes) if api_classes is not None else None
+        names = tool_names_from(tools)
+        names = frozenset(names) if names is not None else None
+        exclude, sources = frozenset(exclude_ids), frozenset(c.sources)
+        priority = {t: i for i, t in enumerate(types)}
+        total = len(self.kb)
+        if total == 0 or top_k <= 0:
+            return []
+        k = min(total, max(4 * top_k, 16))
+        vector = np.asarray(vector, dtype=np.float32).reshape(1, -1)
+        while True:
+            scores, rows = search(self.kb.index, vector, k)
+            passing, exhausted = [], False
+            for score, row in zip(scores[0], rows[0]):
+                if row < 0:
+                    continue
+                if score < threshold:
+                    exhausted = True  # results come best first: nothing further can pass
+                    break
+                entry = self.kb.entries[row]
+                if self._keep(entry, types, classes, names, exclude, sources):
+                    passing.append(Hit(entry, float(score)))
+            passing.sort(key=lambda h: (-h.score, priority[h.entry.type]))
+            hits, seen = [], set()
+            for hit in passing:
+                key = hit.entry.dedupe_key
+                if c.dedupe and key in seen:
+                    continue
+                seen.add(key)
+                hits.append(hit)
+            if len(hits) >= top_k or exhausted or k >= total:
+                return hits[:top_k]
+            k = min(total, k * 4)
