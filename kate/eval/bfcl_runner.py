@@ -7,6 +7,7 @@ calls and the vote, so a run can be re-scored without regenerating (``rescore_re
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -114,10 +115,14 @@ def run_multi_turn(
 
 
 def run_entry(entry: BFCLEntry, model: ChatModel, sampler: Sampler, retrieve_factory: RetrieveFactory | None,
-              seed: int, **multi_turn_options: Any) -> dict:  # fmt: skip
+              seed: int, *, one_call: bool = True, **multi_turn_options: Any) -> dict:  # fmt: skip
+    """``one_call``: in multi-turn dialogues each step is the first call the model writes (the
+    same for every arm; small models otherwise write runs of calls until the token limit)."""
     retrieve = retrieve_factory(entry) if retrieve_factory is not None else None
     start = time.perf_counter()
     if entry.is_multi_turn:
+        if one_call and dataclasses.is_dataclass(sampler) and hasattr(sampler, "one_call"):
+            sampler = dataclasses.replace(sampler, one_call=True)
         body = run_multi_turn(entry, model, sampler, retrieve, seed, **multi_turn_options)
     else:
         body = run_single_turn(entry, model, sampler, retrieve, seed)
@@ -143,13 +148,14 @@ def run_entries(
     max_steps: int = 20,
     repeat_policy: str = "warn",
     system_prompt: str | None = None,
+    one_call: bool = True,
     desc: str = "bfcl",
 ) -> list[dict]:
     """Run every entry not yet in ``store``; bounded parallelism; a progress bar with running accuracy."""
     done = store.done_ids()
     todo = [e for e in entries if e.id not in done]
     records = [r for r in store.records() if r["id"] in {e.id for e in entries}]
-    options = dict(max_steps=max_steps, repeat_policy=repeat_policy, system_prompt=system_prompt)
+    options = dict(max_steps=max_steps, repeat_policy=repeat_policy, system_prompt=system_prompt, one_call=one_call)
     correct = sum(bool(r["valid"]) for r in records)
     bar = tqdm(total=len(entries), initial=len(records), desc=desc, unit="entry", dynamic_ncols=True)
     bar.set_postfix(acc=f"{correct / max(len(records), 1):.3f}")

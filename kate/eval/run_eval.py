@@ -18,6 +18,7 @@ from omegaconf import DictConfig, OmegaConf
 from kate.bfcl.checkers import SCORING_MODEL
 from kate.bfcl.data import BFCL_VERSION, BFCLEntry, data_sha256, load_entries
 from kate.eval.bfcl_runner import RetrieveFactory, run_entries
+from kate.eval.prompts import resolve_system_prompt
 from kate.eval.report import markdown_table, plot_categories, summarize
 from kate.eval.run_store import RunStore
 from kate.io import atomic_write_json, atomic_write_text
@@ -56,6 +57,7 @@ def run_arm(
     max_steps: int = 20,
     repeat_policy: str = "warn",
     system_prompt: str | None = None,
+    one_call: bool = True,
 ) -> dict[int, list[dict]]:
     """Run (or resume) one arm for each seed; returns seed -> records."""
     categories = sorted({e.category for e in entries})
@@ -75,13 +77,15 @@ def run_arm(
             "max_steps": max_steps,
             "repeat_policy": repeat_policy,
             "system_prompt": system_prompt,
+            "one_call": one_call,
             "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "workers": workers,
         }
         store = RunStore(Path(out_dir) / f"seed_{seed}", meta)
         results[seed] = run_entries(
             entries, model, sampler, store, seed=seed, workers=workers, retrieve_factory=retrieve_factory,
-            max_steps=max_steps, repeat_policy=repeat_policy, system_prompt=system_prompt, desc=f"{name} seed {seed}",
+            max_steps=max_steps, repeat_policy=repeat_policy, system_prompt=system_prompt, one_call=one_call,
+            desc=f"{name} seed {seed}",
         )  # fmt: skip
     return results
 
@@ -115,12 +119,12 @@ def run_eval(cfg: DictConfig) -> dict[str, Any]:
     if cfg.get("knowledge"):
         from kate.eval.knowledge_arm import build_retrieve_factory
 
-        retrieve_factory, manifest = build_retrieve_factory(cfg.knowledge)
+        retrieve_factory, manifest = build_retrieve_factory(cfg.knowledge, intent_model=model)
     per_seed = run_arm(
         cfg.name, model, sampler, entries, cfg.out_dir, seeds=list(cfg.seeds),
         config=OmegaConf.to_container(cfg, resolve=True), retrieve_factory=retrieve_factory,
         knowledge_manifest=manifest, workers=cfg.workers, max_steps=cfg.max_steps,
-        repeat_policy=cfg.repeat_policy, system_prompt=cfg.system_prompt,
+        repeat_policy=cfg.repeat_policy, system_prompt=resolve_system_prompt(cfg.system_prompt), one_call=cfg.one_call,
     )  # fmt: skip
     summary = write_arm_summary(cfg.name, per_seed, cfg.out_dir)
     print(markdown_table({cfg.name: summary["per_category"]}))

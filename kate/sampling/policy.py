@@ -7,13 +7,13 @@ depth prompt before acting; it wraps greedy by default, or any other sampler).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol, runtime_checkable
 
 from kate.llm.base import ChatModel, Completion, Message, ToolSchema, Usage
 from kate.sampling.depth import ALL_KINDS, normalize_kinds, with_depth_prompt
 from kate.sampling.vote import AGGREGATORS, Vote
-from kate.toolcall import ToolCall
+from kate.toolcall import ToolCall, parse_first_call
 
 
 @dataclass(frozen=True)
@@ -45,10 +45,22 @@ def _usage(completions: Sequence[Completion], extra: Usage = Usage()) -> Usage:
     return Usage(prompt + extra.prompt_tokens, completion + extra.completion_tokens)
 
 
-def _require(completions: list[Completion], model: ChatModel) -> tuple[Completion, ...]:
+def _require(completions: list[Completion], model: ChatModel, one_call: bool = False) -> tuple[Completion, ...]:
     if not completions:
         raise RuntimeError(f"model {getattr(model, 'name', model)!r} returned no completion")
-    return tuple(completions)
+    return tuple(first_call_only(c) for c in completions) if one_call else tuple(completions)
+
+
+def first_call_only(completion: Completion) -> Completion:
+    """The completion's action reduced to its first call (what follows it is not part of the step).
+
+    Small models asked for one call often write a run of them until the token limit cuts the
+    last one; in one-call mode only the first call counts, and a cut tail is not a failure.
+    """
+    if completion.text and ("<tool_call>" in completion.text or "{" in completion.text):
+        parsed = parse_first_call(completion.text)
+        return replace(completion, tool_calls=parsed.calls, parse_error=parsed.error)
+    return replace(completion, tool_calls=completion.tool_calls[:1])
 
 
 @dataclass(frozen=True)
@@ -56,11 +68,13 @@ class GreedySampler:
     """One sample at temperature 0."""
 
     max_tokens: int = 256
+    one_call: bool = False  # each step is the first call the model writes (see first_call_only)
 
     def act(self, model: ChatModel, messages: list[Message], tools: list[ToolSchema] | None, *,
             seed: int | None = None) -> Step:
         completions = _require(
-            model.chat(messages, tools, n=1, temperature=0.0, max_tokens=self.max_tokens, seed=seed), model
+            model.chat(messages, tools, n=1, temperature=0.0, max_tokens=self.max_tokens, seed=seed), model,
+            self.one_call,
         )
         first = completions[0]
         return Step(first.tool_calls, first.text, completions, None, _usage(completions[:1]), first.parse_error)
@@ -79,6 +93,7 @@ class WidthSampler:
     max_tokens: int = 256
     logprobs: bool = True
     critic_max_tokens: int = 16
+    one_call: bool = False  # each sample's action is its first call (see first_call_only)
 
     def __post_init__(self) -> None:
         if self.aggregate not in AGGREGATORS:
@@ -92,6 +107,7 @@ class WidthSampler:
             model.chat(messages, tools, n=self.n, temperature=self.temperature, max_tokens=self.max_tokens,
                        seed=seed, logprobs=self.logprobs),
             model,
+            self.one_call,
         )
         vote = AGGREGATORS[self.aggregate](
             model, messages, tools, completions, max_tokens=self.critic_max_tokens, seed=seed
@@ -110,11 +126,12 @@ class DepthSampler:
     kinds: tuple[str, ...] = ALL_KINDS
     max_tokens: int = 256
     inner: Sampler | None = None
+    one_call: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "kinds", normalize_kinds(self.kinds))
 
     def act(self, model: ChatModel, messages: list[Message], tools: list[ToolSchema] | None, *,
             seed: int | None = None) -> Step:
-        inner = self.inner if self.inner is not None else GreedySampler(self.max_tokens)
+        inner = self.inner if self.inner is not None else GreedySampler(self.max_tokens, self.one_call)
         return inner.act(model, with_depth_prompt(messages, self.kinds), tools, seed=seed)

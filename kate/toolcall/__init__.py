@@ -16,6 +16,7 @@ from kate.toolcall.parse import (
     from_json_text,
     from_openai_tool_calls,
     from_python_call,
+    parse_first_call,
     parse_model_output,
 )
 from kate.toolcall.parsed import Parsed
@@ -32,6 +33,7 @@ __all__ = [
     "from_json_text",
     "from_openai_tool_calls",
     "from_python_call",
+    "parse_first_call",
     "parse_model_output",
     "to_bfcl",
     "to_bfcl_strings",

@@ -405,8 +405,42 @@ def parse_model_output(text: str | None, formats: Sequence[str] = ("hermes", "js
     return Parsed()
 
 
+def _first_json_call(text: str) -> Parsed:
+    for match in _JSON_START.finditer(text):
+        start = match.start()
+        if not _CALL_ATTEMPT.match(text, start):
+            continue
+        try:
+            value, _ = _DECODER.raw_decode(text, start)
+        except json.JSONDecodeError as error:
+            raise _Reject(f"malformed JSON call at offset {start}: {error.msg}") from None
+        calls = _calls_in_json(value, 0)
+        if calls:
+            return Parsed(calls=(calls[0],))
+    return Parsed()
+
+
+@_total
+def parse_first_call(text: str | None) -> Parsed:
+    """The first call the text makes (Hermes block, else JSON object), ignoring everything after it.
+
+    For one-call-per-step agents: what follows the first call (further calls, or a tail cut by the
+    token limit) is not part of the action. A malformed *first* call is still a failure.
+    """
+    if text is None:
+        return Parsed()
+    if not isinstance(text, str):
+        raise _Reject(f"expected text, got {type(text).__name__}")
+    pos = text.find(_HERMES_OPEN)
+    if pos != -1 and not _CALL_ATTEMPT.search(text, 0, pos):
+        call, _ = _hermes_block(text, pos + len(_HERMES_OPEN), 0)
+        return Parsed(calls=(call,))
+    return _first_json_call(text)
+
+
 __all__ = [
     "NotJSONCompatible",
+    "parse_first_call",
     "from_bfcl",
     "from_bfcl_strings",
     "from_hermes",
