@@ -25,7 +25,7 @@ def _groups():
 
 
 # the subcommand config whose defaults list holds each group
-HOST = {"llm": "demo", "sampling": "eval"}
+HOST = {"llm": "demo", "sampling": "eval", "kb": "kb", "retrieval": "kb"}
 
 
 @pytest.mark.parametrize("group,option", list(_groups()))
