@@ -1,0 +1,122 @@
+"""BFCL-V3 benchmark of the default model on KATE's test halves: direct, ST, ST + width N=8, and
+(smaller n) ES, SIC, TIC and width alone. Resumable: rerun the same command after a crash or in a
+later session; finished entries are kept. Writes bench/results/bfcl_<arm>.json per arm and
+bench/results/bfcl_report.md (+ bfcl_categories.png) over what has run so far.
+
+    .venv/bin/python bench/bfcl.py --arms direct,st,st_w8 --single 50 --multi 30
+    .venv/bin/python bench/bfcl.py --arms es,sic,tic,w8 --single 20 --multi 10
+    .venv/bin/python bench/bfcl.py --report-only
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from hydra.utils import instantiate  # noqa: E402
+from omegaconf import OmegaConf  # noqa: E402
+
+from kate.bfcl.data import SINGLE_TURN, load_entries  # noqa: E402
+from kate.eval.knowledge_arm import build_retrieve_factory  # noqa: E402
+from kate.eval.main_job import comparison_report  # noqa: E402
+from kate.eval.prompts import resolve_system_prompt  # noqa: E402
+from kate.eval.report import plot_categories, summarize  # noqa: E402
+from kate.eval.run_eval import run_arm, seed_spread  # noqa: E402
+from kate.eval.run_store import load_run  # noqa: E402
+from kate.io import atomic_write_json, atomic_write_text  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "bench" / "results"
+RUNS = ROOT / "bench" / "runs"
+CONF = ROOT / "conf"
+
+
+def retrieval(name: str, **overrides) -> dict:
+    node = OmegaConf.to_container(OmegaConf.load(CONF / "retrieval" / f"{name}.yaml"))
+    node.update(overrides)
+    return node
+
+
+ST = {"single_turn": retrieval("single_turn"), "multi_turn": retrieval("multi_turn")}
+# ES / SIC / TIC were written for the multi-turn training halves only.
+ARMS = {
+    "direct": ("greedy", {}, None),
+    "st": ("greedy", {}, ST),
+    "st_w8": ("width", {"n": 8}, ST),
+    "w8": ("width", {"n": 8}, None),
+    "es": ("greedy", {}, {"multi_turn": retrieval("multi_turn_es")}),
+    "sic": ("greedy", {}, {"multi_turn": retrieval("intent_sic")}),
+    "tic": ("greedy", {}, {"multi_turn": retrieval("intent_tic")}),
+}
+MULTI_ONLY = {"es", "sic", "tic"}
+
+
+def sampler_of(kind: str, overrides: dict):
+    node = OmegaConf.to_container(OmegaConf.load(CONF / "sampling" / f"{kind}.yaml"))
+    return instantiate({**node, **overrides})
+
+
+def entries_for(arm: str, single: int, multi: int):
+    chosen = [] if arm in MULTI_ONLY else [e for c in SINGLE_TURN for e in load_entries(c, "test", single)]
+    return chosen + load_entries("multi_turn_base", "test", multi)
+
+
+def report() -> None:
+    runs = {}
+    for arm in ARMS:
+        folders = sorted((RUNS / arm).glob("seed_*")) if (RUNS / arm).exists() else []
+        if not folders:
+            continue
+        per_seed = {int(f.name.split("_")[1]): load_run(f)[1] for f in folders}
+        meta = load_run(folders[0])[0]
+        atomic_write_json(RESULTS / f"bfcl_{arm}.json", {
+            "arm": arm, "model": meta["model"], "sampler": meta["sampler"], "bfcl_eval": meta["bfcl_eval"],
+            "data_sha256": meta["data_sha256"], "scoring_model": meta["scoring_model"],
+            "knowledge": meta["knowledge"], "seeds": sorted(per_seed), "entries_planned": len(meta["entries"]),
+            "entries_done": {s: len(r) for s, r in per_seed.items()},
+            "per_category": summarize(per_seed[min(per_seed)]), "across_seeds": seed_spread(per_seed),
+        })  # fmt: skip
+        runs[arm] = per_seed[min(per_seed)]
+    if not runs:
+        print("no runs yet")
+        return
+    notes = ["Default model (Qwen2.5-Coder-0.5B-Instruct Q4_K_M, llama.cpp) on BFCL's test halves (odd indices), "
+             "first n entries of each category in index order; official checkers; seed 0 shown, spread across "
+             "seeds in bfcl_<arm>.json. Partial runs are reported as far as they went (see entries_done)."]  # fmt: skip
+    atomic_write_text(RESULTS / "bfcl_report.md", comparison_report(runs, "BFCL-V3, kate arms", notes) + "\n")
+    plot_categories({a: summarize(r) for a, r in runs.items()}, RESULTS / "bfcl_categories.png")
+    print(f"wrote {RESULTS / 'bfcl_report.md'}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--arms", default="direct,st,st_w8")
+    parser.add_argument("--single", type=int, default=50, help="test-half entries per single-turn category")
+    parser.add_argument("--multi", type=int, default=30, help="multi_turn_base test dialogues")
+    parser.add_argument("--seeds", default="0")
+    parser.add_argument("--max-steps", type=int, default=20)
+    parser.add_argument("--report-only", action="store_true")
+    args = parser.parse_args()
+    if not args.report_only:
+        from kate.llm.llamacpp import LlamaCppChatModel
+        from kate.llm.registry import DEFAULT_AGENT_MODEL
+
+        model = LlamaCppChatModel(DEFAULT_AGENT_MODEL, n_ctx=32768, max_parallel=8)
+        seeds = [int(s) for s in args.seeds.split(",")]
+        for arm in args.arms.split(","):
+            kind, overrides, knowledge = ARMS[arm]
+            factory, described = build_retrieve_factory(knowledge, intent_model=model) if knowledge else (None, None)
+            run_arm(arm, model, sampler_of(kind, overrides), entries_for(arm, args.single, args.multi), RUNS / arm,
+                    seeds=seeds if kind == "width" else seeds[:1], config={"arm": arm, "single": args.single,
+                    "multi": args.multi, "sampling": [kind, overrides], "knowledge": knowledge},
+                    retrieve_factory=factory, knowledge_manifest=described, max_steps=args.max_steps,
+                    system_prompt=resolve_system_prompt("kate"))  # fmt: skip
+            report()
+    report()
+
+
+if __name__ == "__main__":
+    main()
