@@ -26,13 +26,15 @@ from kate.knowledge.entries import KnowledgeEntry, turn_id
 from kate.knowledge.llm_cache import LLMCache
 from kate.knowledge.trajectory import Trajectory
 from kate.llm.base import ChatModel, Message
-from kate.toolcall import ToolCall, to_python_call
+from kate.toolcall import ToolCall, from_python_call, to_python_call
 
-LABEL_PROMPT = """Here are user requests to an assistant that all share one intent:
+LABEL_PROMPT = """Task: describe in one short sentence (at most 20 words) the common intent of the user requests \
+below. Do not copy a request: generalize, without specific names, numbers or file names.
+
+Requests:
 {questions}
 
-Describe their shared intent in one sentence of at most 20 words, without specific names, numbers or \
-files. Reply with the sentence only."""
+Common intent, in one sentence:"""
 SCRIPT_PROMPT = """User requests with the intent "{intent}", each with the correct function calls:
 {examples}
 
@@ -119,14 +121,28 @@ def derived_steps(members: list[Member]) -> list[dict[str, Any]]:
     return [{"call": c.name, "args": {k: f"<{k}>" for k in c.arguments}} for c in example.calls]
 
 
+def _call_of(text: str, known: set[str]) -> tuple[str, dict[str, Any]] | None:
+    """``"f"`` or ``"f(a=1)"`` (small models write the whole call) -> (name, args) if ``f`` is known."""
+    name = text.split("(", 1)[0].strip()
+    if name not in known:
+        return None
+    if "(" not in text:
+        return name, {}
+    parsed = from_python_call(text.strip())
+    if parsed.ok and len(parsed.calls) == 1:
+        return name, dict(parsed.calls[0].arguments)
+    return name, {"text": text.strip()}  # placeholders python cannot read: kept as written
+
+
 def valid_steps(raw: Any, known: set[str]) -> list[dict[str, Any]]:
     if not isinstance(raw, list):
         return []
     steps = []
     for step in raw:
-        if isinstance(step, Mapping) and isinstance(step.get("call"), str) and step["call"] in known:
-            args = step.get("args") if isinstance(step.get("args"), Mapping) else {}
-            clean = {"call": step["call"], "args": {str(k): v for k, v in args.items()}}
+        found = _call_of(step["call"], known) if isinstance(step, Mapping) and isinstance(step.get("call"), str) else None
+        if found is not None:
+            args = step.get("args") if isinstance(step.get("args"), Mapping) else found[1]
+            clean = {"call": found[0], "args": {str(k): v for k, v in args.items()}}
             for key in ("save_as", "condition", "then", "else"):
                 if key in step:
                     clean[key] = step[key]
@@ -163,7 +179,8 @@ def intent_entries(trajectories: list[Trajectory], embed: Callable[[list[str]], 
         questions = "\n".join(f"- {m.question}" for m in cluster[: config.label_questions])
         label = _ask(cache, model, config.label_prompt.format(questions=questions), "intent-label/1",
                      config.label_max_tokens, config)
-        label = " ".join(label.strip().strip('"').split()[:30]) or cluster[0].question
+        label = " ".join(label.strip().splitlines()[0].strip().strip('"').split()[:30]) if label.strip() else ""
+        label = label or cluster[0].question
         used = sorted({c.name for m in cluster for c in m.calls if owner.get(c.name, cls) == cls})
         examples = "\n".join(f"- Request: {m.question}\n  Calls: {'; '.join(to_python_call(c) for c in m.calls)}"
                              for m in cluster[: config.script_examples])

@@ -41,7 +41,7 @@ class RetrieveHook:
 
     def __call__(self, user_text: str, history: list[Message]) -> str | None:
         hits, intent = self.hits(user_text, history)
-        text = render_knowledge(hits, self.template)
+        text = render_knowledge(hits, self.template, request=user_text)
         self.log.append({"query": user_text, "intent": intent, "hits": [h.to_dict() for h in hits], "text": text})
         return text
 
@@ -65,3 +65,22 @@ def make_retrieve_hook(retriever: Retriever, *, template: Template | Mapping[str
         intent_retriever = IntentRetriever(intent_model, retriever, intent_config)
     return RetrieveHook(retriever, template, tuple(api_classes) if api_classes is not None else None,
                         tuple(tools) if tools is not None else None, tuple(exclude_ids), intent_retriever)
+
+
+def bfcl_retrieve_factory(retriever: Retriever, *, template: Template | Mapping[str, Any] | None = None,
+                          intent_model: ChatModel | None = None, exclude_self: bool = False):
+    """``entry -> hook`` for BFCL entries (``kate.eval``'s ``RetrieveFactory``): a multi-turn entry
+    filters by its ``involved_classes`` (KATE), a single-turn entry by its own tools and to entries
+    without API classes. ``exclude_self`` drops everything built from the entry itself (building
+    training data from the training half)."""
+
+    def factory(entry) -> RetrieveHook:
+        exclude = (entry.id,) if exclude_self else ()
+        if entry.is_multi_turn:
+            tools = list(entry.tools) + [{"name": f["name"]} for fs in entry.missed_functions.values() for f in fs]
+            return make_retrieve_hook(retriever, template=template, api_classes=entry.involved_classes, tools=tools,
+                                      exclude_ids=exclude, intent_model=intent_model)
+        return make_retrieve_hook(retriever, template=template, api_classes=(), tools=entry.tools,
+                                  exclude_ids=exclude, intent_model=intent_model)
+
+    return factory

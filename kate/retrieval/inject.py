@@ -8,6 +8,7 @@ a footer. Item fields: ``{n}`` (1-based), ``{question}``, ``{calls}``, ``{summar
   instructions; the model is told to call only the functions it has now and to take argument
   values from the current request. MISSION.md section 6 measured a small model copying foreign
   function names and argument values from unlabelled examples.
+* ``GUARDED_RESTATED``: ``GUARDED`` whose footer restates the user's request after the examples.
 * ``KATE``: the authors' wording (review the related experiences; you need not follow them).
 """
 
@@ -53,6 +54,7 @@ class Template:
         "answer without calling a function.]"
     )
     call_format: str = "python"  # how example calls are written: python (f(a=1)) | json
+    show_values: bool = True  # False: argument values become <argument> placeholders (nothing to copy)
     no_calls: str = "no function call (the correct reply made none)"
     max_chars: int | None = 4000  # the whole injection is cut to this, at an item boundary
 
@@ -66,6 +68,9 @@ class Template:
 
 
 GUARDED = Template()
+RESTATED_FOOTER = (
+    "[End of reference examples. The request to answer now is the current user's, not any example's:]\n{request}"
+)
 KATE = Template(
     header="Here are some related experiences. Please review them carefully; they may help you solve the current "
            "question.",
@@ -74,9 +79,17 @@ KATE = Template(
 )
 
 
+GUARDED_RESTATED = Template(footer=RESTATED_FOOTER)
+
+
 def _calls_text(calls: Sequence[Mapping[str, Any]], template: Template) -> str:
     if not calls:
         return template.no_calls
+    if not template.show_values:
+        if template.call_format == "json":
+            masked = [{"name": c["name"], "arguments": {k: f"<{k}>" for k in c.get("arguments", {})}} for c in calls]
+            return json.dumps(masked[0] if len(masked) == 1 else masked, ensure_ascii=False)
+        return "; ".join(f"{c['name']}({', '.join(f'{k}=<{k}>' for k in c.get('arguments', {}))})" for c in calls)
     parsed = [ToolCall(c["name"], c.get("arguments", {})) for c in calls]
     if template.call_format == "json":
         return to_json_text(parsed)
@@ -117,18 +130,21 @@ def render_hit(hit: Hit, n: int, template: Template) -> str:
         raise ValueError(f"template item for {entry.type}: unknown field or type {exc}") from None
 
 
-def render_knowledge(hits: Sequence[Hit], template: Template = GUARDED) -> str | None:
-    """The text to append to the user message, or None when there is nothing to add."""
+def render_knowledge(hits: Sequence[Hit], template: Template = GUARDED, request: str = "") -> str | None:
+    """The text to append to the user message, or None when there is nothing to add. The header
+    and footer may name ``{request}``, the current user text (e.g. to restate it after the examples,
+    so that the last request the model reads is the user's own)."""
     if not hits:
         return None
-    items, used = [], len(template.header) + len(template.footer)
+    header, footer = template.header.replace("{request}", request), template.footer.replace("{request}", request)
+    items, used = [], len(header) + len(footer)
     for n, hit in enumerate(hits, start=1):
         text = render_hit(hit, n, template)
         if template.max_chars is not None and items and used + len(text) > template.max_chars:
             break
         items.append(text)
         used += len(text) + len(template.separator)
-    parts = [p for p in (template.header, template.separator.join(items), template.footer) if p]
+    parts = [p for p in (header, template.separator.join(items), footer) if p]
     return template.separator.join(parts)
 
 
@@ -137,7 +153,7 @@ def template_from(values: Mapping[str, Any] | Template | None) -> Template:
     if isinstance(values, Template):
         return values
     values = dict(values or {})
-    base = {"kate": KATE, "guarded": GUARDED}[values.pop("preset", "guarded")]
+    base = {"kate": KATE, "guarded": GUARDED, "guarded_restated": GUARDED_RESTATED}[values.pop("preset", "guarded")]
     if "items" in values:
         values["items"] = {**base.items, **dict(values["items"])}
     return Template(**{**base.to_dict(), **values})
