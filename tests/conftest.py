@@ -10,6 +10,7 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
+from kate.demo import DEMO_TOOLS  # noqa: E402
 from kate.llm.registry import DEFAULT_AGENT_MODEL, SMALL_TEST_MODEL  # noqa: E402
 
 
@@ -38,15 +39,4 @@ def small_hf():
     return HFChatModel(SMALL_TEST_MODEL, device="cpu")
 
 
-CALCULATOR = {
-    "type": "function",
-    "function": {
-        "name": "calculator",
-        "description": "Evaluate an arithmetic expression and return the number.",
-        "parameters": {
-            "type": "object",
-            "properties": {"expression": {"type": "string"}},
-            "required": ["expression"],
-        },
-    },
-}
+CALCULATOR = DEMO_TOOLS[0]  # calculator(expression)

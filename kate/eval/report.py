@@ -137,12 +137,26 @@ def markdown_table(runs: dict[str, dict[str, dict[str, Any]]]) -> str:
     return "\n".join(lines)
 
 
-def plot_categories(runs: dict[str, dict[str, dict[str, Any]]], path: str | Path) -> Path:
-    """Grouped bars: accuracy per category per run, with 95% CI whiskers."""
+def _pyplot():
+    """matplotlib's pyplot on the file-only backend (no screen needed)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _save(fig, path: str | Path) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    return path
+
+
+def plot_categories(runs: dict[str, dict[str, dict[str, Any]]], path: str | Path) -> Path:
+    """Grouped bars: accuracy per category per run, with 95% CI whiskers."""
+    plt = _pyplot()
 
     names = list(runs)
     categories = sorted({c for s in runs.values() for c in s}, key=lambda c: (c in MULTI_TURN, c))
@@ -164,19 +178,14 @@ def plot_categories(runs: dict[str, dict[str, dict[str, Any]]], path: str | Path
     ax.set_ylim(0, 100)
     ax.legend()
     fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
+    saved = _save(fig, path)
     plt.close(fig)
-    return path
+    return saved
 
 
 def plot_accuracy_vs_n(points: dict[int, float], costs: dict[int, float], path: str | Path, title: str = "") -> Path:
     """Accuracy (left axis) and relative cost (right axis) against the number of samples N."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = _pyplot()
 
     ns = sorted(points)
     fig, ax = plt.subplots(figsize=(5.5, 3.8))
@@ -191,8 +200,6 @@ def plot_accuracy_vs_n(points: dict[int, float], costs: dict[int, float], path: 
     ax.set_title(title)
     fig.legend(loc="lower left", bbox_to_anchor=(0.15, 0.2))
     fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
+    saved = _save(fig, path)
     plt.close(fig)
-    return path
+    return saved
