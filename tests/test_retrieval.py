@@ -96,6 +96,15 @@ def test_tool_filter_keeps_only_what_the_current_tools_express():
     assert names == {("solve_quadratic",), ()}  # irrelevance entries: no call, always expressible
 
 
+def test_min_task_tools_skips_tasks_without_a_choice():
+    one = [{"type": "function", "function": {"name": "solve_quadratic", "parameters": {}}}]
+    two = one + [{"type": "function", "function": {"name": "calculate_area", "parameters": {}}}]
+    r = retriever(top_k=3, threshold=0.3, filter_tools=True, include_no_call=False, min_task_tools=2)
+    assert r.retrieve(QUERIES[1], api_classes=(), tools=one) == []
+    assert r.retrieve(QUERIES[1], api_classes=(), tools=two)
+    assert r.retrieve(QUERIES[1], api_classes=())  # no tools given: no such filter
+
+
 def test_types_sources_and_exclusion():
     kb = bfcl_st_kb()
     assert retriever(types=["ES"], threshold=0.0).retrieve(QUERIES[0]) == []

@@ -27,6 +27,7 @@ class RetrievalConfig:
     api_class_match: str = "subset"  # entry classes within the task's | any class shared
     filter_tools: bool = False  # only entries whose calls the current tools can express (single-turn)
     include_no_call: bool = True  # entries whose correct behaviour was no call
+    min_task_tools: int = 0  # retrieve only when the task offers at least this many tools (a choice to make)
     sources: Sequence[str] = ()  # only entries from these sources (e.g. BFCL categories); empty: all
     dedupe: bool = True  # one hit per (question, calls)
     intent: Mapping[str, Any] = field(default_factory=dict)  # IntentConfig fields; enabled: false -> off

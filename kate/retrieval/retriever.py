@@ -10,6 +10,8 @@ Filters (each a config value, see ``RetrievalConfig``):
   calls use, since single-turn entries each bring their own tools and a small model copies
   foreign function names.
 * ``include_no_call``: entries whose correct behaviour was not to call.
+* ``min_task_tools``: nothing is retrieved for a task offering fewer tools (given as ``tools``);
+  measured on the training folds, examples only broke single-tool requests for a small model.
 * ``exclude_ids``: entry ids or source ids (a dialogue id drops everything built from that
   dialogue; ``dialogue#t<turn>`` drops that turn's entries): the self hit when building training data.
 
@@ -121,6 +123,8 @@ class Retriever:
         threshold = c.threshold if threshold is None else float(threshold)
         classes = tuple(api_classes) if api_classes is not None else None
         names = tool_names_from(tools)
+        if c.min_task_tools and names is not None and len(set(names)) < c.min_task_tools:
+            return []
         names = frozenset(names) if names is not None else None
         exclude, sources = frozenset(exclude_ids), frozenset(c.sources)
         priority = {t: i for i, t in enumerate(types)}
