@@ -4,7 +4,7 @@
     kate kb action=build                                  # the shipped base; ES/SIC/TIC by `llm`
     kate kb action=query query="List my files" api_classes=[GorillaFileSystem]
     kate kb action=query query="What is the capital of Brazil?" retrieval=single_turn \\
-        tools=[country_info.capital] retrieval.filter_tools=true
+        tools=[country_info.capital,country_info.population] retrieval.filter_tools=true
     kate kb action=inspect
 """
 

@@ -18,7 +18,7 @@ CLASS_MATCHES = ("subset", "overlap")
 
 @dataclass
 class RetrievalConfig:
-    kb: str = "bfcl_st"  # a name under `root`, or a path to a knowledge base folder (bfcl_st ships)
+    kb: str = "bfcl_train"  # a name under `root`, or a path to a knowledge base folder (bfcl_train ships)
     root: str = "knowledge_bases"
     types: Sequence[str] = ("ST",)  # entry types to retrieve, in tie-break priority order
     top_k: int = 3

@@ -49,6 +49,7 @@ MULTI_SETTINGS = {
     "API classes, overlap": dict(filter_api_classes=True, api_class_match="overlap"),
     "API classes, subset (KATE)": dict(filter_api_classes=True, api_class_match="subset"),
     "API classes subset + tools filter": dict(filter_api_classes=True, filter_tools=True),
+    "API classes subset, no no-call entries": dict(filter_api_classes=True, include_no_call=False),
 }
 
 
