@@ -4,6 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
+bash scripts/setup_appworld.sh  # AppWorld's own environment: its installation is tested too
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 if [ "$#" -eq 0 ]; then set -- -m "not slow"; fi
 exec .venv/bin/python -m pytest -q "$@"

@@ -9,6 +9,7 @@ import sys
 import pytest
 from hydra import compose, initialize_config_dir
 from hydra.utils import instantiate
+from omegaconf import OmegaConf
 
 from kate.cli import CONF_DIR, SUBCOMMANDS
 from kate.llm.base import ChatModel
@@ -25,15 +26,18 @@ def _groups():
 
 
 # the subcommand config whose defaults list holds each group
-HOST = {"llm": "demo", "sampling": "eval", "kb": "kb", "retrieval": "kb"}
+HOST = {"llm": "demo", "sampling": "eval", "kb": "kb", "retrieval": "kb", "code_sampling": "appworld"}
+# groups placed at another package in their host config: group -> that package
+PACKAGE = {"code_sampling": "arms.direct.sampling"}
 
 
 @pytest.mark.parametrize("group,option", list(_groups()))
 def test_every_option_of_every_group_instantiates(group, option):
     assert group in HOST, f"conf/{group}/ is a new group: add the config that composes it to HOST"
     with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
-        cfg = compose(HOST[group], overrides=[f"{group}={option}", *LIGHT.get(option, [])])
-    obj = instantiate(cfg[group])
+        key = f"{group}@{PACKAGE[group]}" if group in PACKAGE else group
+        cfg = compose(HOST[group], overrides=[f"{key}={option}", *LIGHT.get(option, [])])
+    obj = instantiate(OmegaConf.select(cfg, PACKAGE.get(group, group)))
     if group == "llm":
         assert isinstance(obj, ChatModel)
 

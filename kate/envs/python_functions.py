@@ -296,3 +296,6 @@ class PythonFunctionsEnv:
     def state(self) -> dict[str, Any]:
         """A JSON deep copy of the state dict (TypeError if a tool stored something JSON cannot carry)."""
         return json.loads(json.dumps(self._state))
+
+
+AllowlistedFunction = _Tool  # public name: one allowlisted function with its schema and argument checks

@@ -2,7 +2,7 @@
 
 A ``Template`` is plain data (a Hydra config value): a header, one item format per entry type,
 a footer. Item fields: ``{n}`` (1-based), ``{question}``, ``{calls}``, ``{summary}``,
-``{intent}``, ``{steps}``, ``{score}``. Two presets:
+``{intent}``, ``{steps}``, ``{code}`` (code-action entries), ``{score}``. Two presets:
 
 * ``GUARDED`` (kate's default): examples are labelled as past examples from *other* tasks, not
   instructions; the model is told to call only the functions it has now and to take argument
@@ -123,6 +123,7 @@ def render_hit(hit: Hit, n: int, template: Template) -> str:
         "summary": payload.get("summary", ""),
         "intent": payload.get("intent", entry.text),
         "steps": _steps_text(payload.get("steps", [])),
+        "code": payload.get("code", ""),
     }
     try:
         return template.items[entry.type].format(**fields)

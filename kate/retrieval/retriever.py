@@ -86,7 +86,7 @@ class Retriever:
             return False
         if exclude and (entry.id in exclude or not exclude.isdisjoint(entry.source_ids)):
             return False
-        no_call = entry.type in ("ST", "ES") and not entry.payload.get("calls")
+        no_call = entry.type in ("ST", "ES") and not entry.payload.get("calls") and "code" not in entry.payload
         if no_call and not c.include_no_call:
             return False
         if c.filter_api_classes and api_classes is not None:

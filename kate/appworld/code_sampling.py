@@ -1,0 +1,125 @@
+"""Per-step code selection for the AppWorld loop: greedy, or width (N samples in one request, a
+vote over normalized code, and optionally a merge: when the candidates differ, the model writes
+the next code chunk from them, as KATE does for AppWorld).
+
+Vote: each sample's code is normalized (``normalize_code``); the key with the most samples wins,
+ties go to the earliest sample. Samples without code never win unless no sample has code.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from kate.appworld.code_action import CodeAction, extract_code
+from kate.llm.base import ChatModel, Completion, Message, Usage
+
+MERGE_PROMPT = (
+    "Candidate next code steps for the task above:\n\n{candidates}\n\n"
+    "Write the single best next step, combining what the candidates get right. Reply with one "
+    "```python code block only."
+)
+
+
+@dataclass(frozen=True)
+class CodeStep:
+    """What a sampler chose: ``code`` (None: no usable code; ``error`` says why) and its cost."""
+
+    code: str | None
+    text: str
+    error: str | None
+    completions: tuple[Completion, ...]
+    vote: dict[str, Any] | None = None
+    usage: Usage = Usage()
+
+
+@runtime_checkable
+class CodeSampler(Protocol):
+    def act(self, model: ChatModel, messages: list[Message], *, seed: int | None = None) -> CodeStep: ...
+
+
+def _usage(completions: Sequence[Completion], extra: Usage = Usage()) -> Usage:
+    prompt = max((c.usage.prompt_tokens for c in completions), default=0)
+    return Usage(prompt + extra.prompt_tokens, sum(c.usage.completion_tokens for c in completions) + extra.completion_tokens)
+
+
+@dataclass(frozen=True)
+class GreedyCode:
+    max_tokens: int = 400
+
+    def act(self, model: ChatModel, messages: list[Message], *, seed: int | None = None) -> CodeStep:
+        completions = tuple(model.chat(messages, None, n=1, temperature=0.0, max_tokens=self.max_tokens, seed=seed))
+        if not completions:
+            raise RuntimeError(f"model {getattr(model, 'name', model)!r} returned no completion")
+        action = extract_code(completions[0].text)
+        return CodeStep(action.code, completions[0].text, action.error, completions[:1], None, _usage(completions[:1]))
+
+
+@dataclass(frozen=True)
+class CodeCandidate:
+    code: str
+    key: str
+    votes: int
+    samples: tuple[int, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"code": self.code, "votes": self.votes, "samples": list(self.samples)}
+
+
+def vote_code(actions: Sequence[CodeAction]) -> tuple[CodeCandidate | None, tuple[CodeCandidate, ...]]:
+    """(winner, candidates by votes) over the samples that wrote code; (None, ()) when none did."""
+    groups: dict[str, list[int]] = {}
+    for i, action in enumerate(actions):
+        if action.code:
+            groups.setdefault(action.key, []).append(i)
+    candidates = [CodeCandidate(actions[s[0]].code or "", key, len(s), tuple(s)) for key, s in groups.items()]
+    candidates.sort(key=lambda c: (-c.votes, c.samples[0]))
+    return (candidates[0] if candidates else None), tuple(candidates)
+
+
+@dataclass(frozen=True)
+class WidthCode:
+    n: int = 8
+    temperature: float = 1.0
+    max_tokens: int = 400
+    merge: bool = False  # when candidates differ, the model writes the next step from them
+    merge_max_candidates: int = 4
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.n < 1:
+            raise ValueError(f"n must be >= 1, got {self.n}")
+
+    def act(self, model: ChatModel, messages: list[Message], *, seed: int | None = None) -> CodeStep:
+        completions = tuple(model.chat(messages, None, n=self.n, temperature=self.temperature,
+                                       max_tokens=self.max_tokens, seed=seed))  # fmt: skip
+        if not completions:
+            raise RuntimeError(f"model {getattr(model, 'name', model)!r} returned no completion")
+        actions = [extract_code(c.text) for c in completions]
+        winner, candidates = vote_code(actions)
+        runner_up = candidates[1].votes if len(candidates) > 1 else 0
+        vote = {"n": len(completions), "n_without_code": sum(a.code is None for a in actions),
+                "candidates": [c.to_dict() for c in candidates],
+                "margin": ((winner.votes - runner_up) / len(completions)) if winner else 0.0, "method": "majority"}  # fmt: skip
+        if winner is None:
+            return CodeStep(None, completions[0].text, actions[0].error, completions, vote, _usage(completions))
+        if self.merge and len(candidates) > 1:
+            return self._merge(model, messages, winner, candidates, completions, vote, seed)
+        return CodeStep(winner.code, completions[winner.samples[0]].text, None, completions, vote, _usage(completions))
+
+    def _merge(self, model: ChatModel, messages: list[Message], winner: CodeCandidate,
+               candidates: tuple[CodeCandidate, ...], completions: tuple[Completion, ...], vote: dict[str, Any],
+               seed: int | None) -> CodeStep:  # fmt: skip
+        shown = candidates[: self.merge_max_candidates]
+        listing = "\n\n".join(f"Candidate {i} ({c.votes} of {len(completions)} samples):\n```python\n{c.code}\n```"
+                              for i, c in enumerate(shown, start=1))  # fmt: skip
+        prompt = [*messages, {"role": "user", "content": MERGE_PROMPT.format(candidates=listing)}]
+        reply = model.chat(prompt, None, n=1, temperature=0.0, max_tokens=self.max_tokens, seed=seed)
+        merged = extract_code(reply[0].text) if reply else CodeAction(None, "no merge reply")
+        usage = _usage(completions, _usage(reply))
+        vote = {**vote, "method": "merge", "merge_reply": reply[0].text if reply else None,
+                "merge_fallback": merged.code is None}  # fmt: skip
+        if merged.code is None:  # the merge failed: the majority stands
+            return CodeStep(winner.code, completions[winner.samples[0]].text, None, completions, vote, usage)
+        return CodeStep(merged.code, reply[0].text, None, completions, vote, usage)
