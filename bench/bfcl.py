@@ -60,8 +60,9 @@ def sampler_of(kind: str, overrides: dict):
 
 
 def entries_for(arm: str, single: int, multi: int):
+    """Multi-turn first (KATE's home ground and the headline comparison), then single-turn."""
     chosen = [] if arm in MULTI_ONLY else [e for c in SINGLE_TURN for e in load_entries(c, "test", single)]
-    return chosen + load_entries("multi_turn_base", "test", multi)
+    return load_entries("multi_turn_base", "test", multi) + chosen
 
 
 def report() -> None:

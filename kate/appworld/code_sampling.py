@@ -9,7 +9,7 @@ ties go to the earliest sample. Samples without code never win unless no sample 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from kate.appworld.code_action import CodeAction, extract_code
@@ -85,7 +85,6 @@ class WidthCode:
     max_tokens: int = 400
     merge: bool = False  # when candidates differ, the model writes the next step from them
     merge_max_candidates: int = 4
-    extra: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.n < 1:

@@ -183,7 +183,8 @@ def plot_categories(runs: dict[str, dict[str, dict[str, Any]]], path: str | Path
     return saved
 
 
-def plot_accuracy_vs_n(points: dict[int, float], costs: dict[int, float], path: str | Path, title: str = "") -> Path:
+def plot_accuracy_vs_n(points: dict[int, float], costs: dict[int, float], path: str | Path, title: str = "",
+                       cost_label: str = "wall time per step (s)") -> Path:
     """Accuracy (left axis) and relative cost (right axis) against the number of samples N."""
     plt = _pyplot()
 
@@ -195,8 +196,8 @@ def plot_accuracy_vs_n(points: dict[int, float], costs: dict[int, float], path: 
     ax.set_ylabel("accuracy (%)")
     ax.set_ylim(0, 100)
     twin = ax.twinx()
-    twin.plot(ns, [costs[n] for n in ns], "s--", color="tab:red", label="wall time per step (s)")
-    twin.set_ylabel("wall time per step (s)")
+    twin.plot(ns, [costs[n] for n in ns], "s--", color="tab:red", label=cost_label)
+    twin.set_ylabel(cost_label)
     ax.set_title(title)
     fig.legend(loc="lower left", bbox_to_anchor=(0.15, 0.2))
     fig.tight_layout()

@@ -1,0 +1,42 @@
+"""`kate report`: result folders in, the comparison out (table, fixed/broken, seeds, plots)."""
+
+from __future__ import annotations
+
+import json
+
+from hydra import compose, initialize_config_dir
+
+from kate.cli import CONF_DIR
+from kate.eval.report_cmd import run_report, samples_per_step
+from kate.eval.run_store import RunStore
+
+
+def _run(folder, sampler, seed, valid):
+    store = RunStore(folder / f"seed_{seed}", {"arm": folder.name, "sampler": sampler, "seed": seed,
+                                              "model": {"name": "m"}})  # fmt: skip
+    for i, ok in enumerate(valid):
+        store.append({"id": f"simple_python_{2 * i + 1}", "category": "simple_python", "valid": ok, "seconds": 1.0 + i})
+    return folder
+
+
+def test_report_compares_runs_across_seeds_and_n(tmp_path):
+    direct = _run(tmp_path / "direct", "GreedySampler(max_tokens=256)", 0, [True, False, False, True])
+    wide = tmp_path / "w8"
+    _run(wide, "WidthSampler(n=8, temperature=1.0)", 0, [True, True, False, False])
+    _run(wide, "WidthSampler(n=8, temperature=1.0)", 1, [True, True, True, False])
+    with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
+        cfg = compose("report", overrides=[f"runs={{direct: {direct}, w8: {wide}}}", f"out_dir={tmp_path / 'out'}"])
+    summary = run_report(cfg)
+    text = (tmp_path / "out" / "report.md").read_text()
+    assert "**w8 vs direct** on 4 common entries: 1 fixed, 1 broken." in text
+    assert "broken: simple_python_7" in text and "N=8 50.0% (w8)" in text
+    assert summary["w8"]["across_seeds"]["simple_python"]["seeds"] == 2
+    assert summary["w8"]["across_seeds"]["simple_python"]["mean"] == 0.625
+    assert (tmp_path / "out" / "categories.png").stat().st_size > 0
+    assert (tmp_path / "out" / "accuracy_vs_n.png").stat().st_size > 0
+    assert json.loads((tmp_path / "out" / "summary.json").read_text())["direct"]["samples_per_step"] == 1
+
+
+def test_samples_per_step_reads_the_recorded_sampler():
+    assert samples_per_step({"sampler": "WidthSampler(n=16, temperature=1.0)"}) == 16
+    assert samples_per_step({"sampler": "DepthSampler(kinds=('state',), inner=GreedySampler())"}) == 1
