@@ -9,7 +9,6 @@ import json
 from pathlib import Path
 
 import pytest
-from omegaconf import OmegaConf
 
 from kate.appworld.client import DEFAULT_PYTHON, AppWorldClient, AppWorldDataMissing, AppWorldError, AppWorldNotInstalled
 from kate.appworld.code_sampling import GreedyCode

@@ -96,15 +96,23 @@ class Worlds:
             self.client.close()
 
 
+def build_appworld_kb(cfg: DictConfig, client: AppWorldClient, embedder: Embedder) -> KnowledgeBase:
+    """ST entries from the solutions of ``knowledge.build_dataset`` (train), saved under the KB root."""
+    solutions = appworld_solutions(client, cfg.knowledge.build_dataset, cfg.knowledge.build_limit)
+    return build_code_kb(solutions, name=cfg.knowledge.kb, source=f"appworld:{cfg.knowledge.build_dataset}",
+                         embedder=embedder, save_to=Path(cfg.knowledge.root) / cfg.knowledge.kb)  # fmt: skip
+
+
 def knowledge_base(cfg: DictConfig, worlds: Worlds, embedder: Embedder) -> KnowledgeBase:
     """The stand-in world's knowledge is built in memory from its own solutions (the task's own
-    entry is excluded at retrieval); AppWorld's is loaded from ``knowledge.root/knowledge.kb``."""
+    entry is excluded at retrieval); AppWorld's is loaded from ``knowledge.root/knowledge.kb``, and
+    built there from the train split first when it is not there yet."""
     if worlds.kind == "stand_in":
         return build_code_kb(stand_in_solutions(), name="stand_in", source="stand_in", embedder=embedder)
     path = Path(cfg.knowledge.root) / cfg.knowledge.kb
     if not path.exists():
-        raise FileNotFoundError(f"no AppWorld knowledge base at {path}: build it from the train split with "
-                                "`kate appworld action=build_kb` (needs AppWorld's task data)")  # fmt: skip
+        print(f"[appworld] no knowledge base at {path}: building it from the {cfg.knowledge.build_dataset} split")
+        return build_appworld_kb(cfg, worlds.client, embedder)
     return KnowledgeBase.load(path, embedding=embedder.identity())
 
 
@@ -188,12 +196,9 @@ def check(cfg: DictConfig) -> dict[str, Any]:
 
 
 def build_kb(cfg: DictConfig) -> dict[str, Any]:
-    with _worlds(OmegaConf.merge(cfg, {"world": "appworld"})) as worlds:
-        solutions = appworld_solutions(worlds.client, cfg.knowledge.build_dataset, cfg.knowledge.build_limit)
-    path = Path(cfg.knowledge.root) / cfg.knowledge.kb
-    kb = build_code_kb(solutions, name=cfg.knowledge.kb, source=f"appworld:{cfg.knowledge.build_dataset}",
-                       embedder=Embedder(), save_to=path)  # fmt: skip
-    return {"path": str(path), "entries": len(kb)}
+    with AppWorldClient(cfg.appworld.python, cfg.appworld.root) as client:
+        kb = build_appworld_kb(cfg, client, Embedder())
+    return {"path": str(kb.path), "entries": len(kb)}
 
 
 def run_appworld(cfg: DictConfig) -> dict[str, Any]:

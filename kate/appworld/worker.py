@@ -93,17 +93,13 @@ class Worker:
                 "solution_code": truth.solution_code_body, "required_apis": sorted(truth.required_apis)}  # fmt: skip
 
     def execute(self, code: str) -> str:
-        world = self._open_world()
-        with contextlib.redirect_stdout(io.StringIO()):  # keep AppWorld's own prints off the protocol
-            return world.execute(code)
+        return self._open_world().execute(code)  # AppWorld saves the task's databases after every step
 
     def task_completed(self) -> bool:
         return bool(self._open_world().task_completed())
 
     def evaluate(self) -> dict:
-        world = self._open_world()
-        world.save()
-        tracker = world.evaluate()
+        tracker = self._open_world().evaluate()
         result = tracker.to_dict(stats_only=True)
         self.close()
         return result
