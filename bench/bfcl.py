@@ -6,6 +6,7 @@ bench/results/bfcl_report.md (+ bfcl_categories.png) over what has run so far.
     .venv/bin/python bench/bfcl.py --arms direct,st,st_w8 --single 50 --multi 30
     .venv/bin/python bench/bfcl.py --arms es,sic,tic,w8 --single 20 --multi 10
     .venv/bin/python bench/bfcl.py --report-only
+    .venv/bin/python bench/bfcl.py --rescore       # after a checker fix: re-score stored records, then report
 """
 
 from __future__ import annotations
@@ -100,7 +101,14 @@ def main() -> None:
     parser.add_argument("--seeds", default="0")
     parser.add_argument("--max-steps", type=int, default=20)
     parser.add_argument("--report-only", action="store_true")
+    parser.add_argument("--rescore", action="store_true", help="re-score stored records with the current checkers")
     args = parser.parse_args()
+    if args.rescore:
+        from kate.eval.bfcl_runner import rescore_run
+
+        for folder in sorted(RUNS.glob("*/seed_*")):
+            print(folder.relative_to(ROOT), rescore_run(folder))
+        args.report_only = True
     if not args.report_only:
         from kate.llm.llamacpp import LlamaCppChatModel
         from kate.llm.registry import DEFAULT_AGENT_MODEL

@@ -59,6 +59,18 @@ def test_scoring_twice_in_one_process_starts_from_the_initial_state():
     assert score_multi_turn(entry, replay)["valid"] and score_multi_turn(entry, replay)["valid"]
 
 
+def test_turns_passed_and_later_scorings_start_from_fresh_backends():
+    """A state-changing wrong turn must not leak into the next check (the turns-passed prefixes,
+    or another arm scoring the same entry in the same process)."""
+    entry = next(e for e in load_entries("multi_turn_base", "test") if e.id == "multi_turn_base_1")
+    ls = [[ToolCall("ls", {"a": True, "human_readable": False})], [ToolCall("ls", {"a": True})]]
+    wrong_move = [[ToolCall("mv", {"source": "workspace/log.txt", "destination": "archive"})]]
+    result = score_multi_turn(entry, [ls, wrong_move, [], []])
+    assert not result["valid"] and result["turns_passed"] == 1, result
+    replay = [[turn] for turn in ground_truth_calls(entry)]
+    assert score_multi_turn(entry, replay)["valid"]
+
+
 def test_a_wrong_call_is_scored_wrong():
     entry = load_entries("simple_python", "all")[0]  # calculate_triangle_area(base=10, height=5)
     wrong = ToolCall("calculate_triangle_area", {"base": 5, "height": 10})
@@ -81,3 +93,19 @@ def test_irrelevance_rewards_abstaining_only():
     entry = load_entries("irrelevance", "all")[0]
     assert score_single_turn(entry, [])["valid"]
     assert not score_single_turn(entry, [ToolCall("anything", {"x": 1})])["valid"]
+
+
+def test_a_stored_run_is_rescored_in_place_without_regenerating(tmp_path):
+    from kate.eval.bfcl_runner import rescore_run
+    from kate.eval.run_store import RunStore, load_run
+
+    store = RunStore(tmp_path / "seed_0", {"arm": "x"})
+    ls = [[{"name": "ls", "arguments": {"a": True}}]]
+    stale = {"valid": False, "turns_passed": 0, "turns_total": 4, "turn_fraction": 0.0, "error_type": "stale"}
+    store.append({"id": "multi_turn_base_1", "category": "multi_turn_base", **stale, "steps_per_turn": [ls, [], [], []]})
+    store.append({"id": "simple_python_1", "category": "simple_python", "valid": True, "error_type": None,
+                  "calls": [{"name": "nope", "arguments": {}}], "parse_error": None})  # fmt: skip
+    assert rescore_run(tmp_path / "seed_0") == {"records": 2, "changed": 2}
+    multi, single = load_run(tmp_path / "seed_0")[1]
+    assert multi["turns_passed"] == 1 and multi["turn_fraction"] == 0.25 and multi["error_type"] != "stale"
+    assert single["valid"] is False and multi["steps_per_turn"][0] == ls

@@ -11,6 +11,7 @@ every result: it decides how the checker treats dotted names (kate keeps names a
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from kate.bfcl.data import BFCLEntry, prepare_environment
@@ -60,8 +61,9 @@ def _forget_instances(entry_id: str) -> None:
     scoring of the same entry in one process must start from the initial state again."""
     from bfcl_eval.eval_checker.multi_turn_eval import multi_turn_utils
 
-    marker = entry_id.replace("-", "_").replace(".", "_")
-    for name in [n for n in vars(multi_turn_utils) if n.startswith(_CHECKER_NAME) and marker in n]:
+    # bfcl-eval names them f"{model}[_eval|_ground_truth_eval]_{entry}_{class}_instance" with [-./:] -> "_"
+    prefix, marker = re.sub(r"[-./:]", "_", _CHECKER_NAME), "_" + re.sub(r"[-./:]", "_", entry_id) + "_"
+    for name in [n for n in vars(multi_turn_utils) if n.startswith(prefix) and marker in n and n.endswith("_instance")]:
         del vars(multi_turn_utils)[name]
 
 

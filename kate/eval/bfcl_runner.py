@@ -8,9 +8,11 @@ calls and the vote, so a run can be re-scored without regenerating (``rescore_re
 from __future__ import annotations
 
 import dataclasses
+import json
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
+from pathlib import Path
 from typing import Any
 
 from tqdm import tqdm
@@ -19,7 +21,8 @@ from kate.agent.loop import Retrieve, run_turn
 from kate.bfcl.checkers import score_multi_turn, score_single_turn
 from kate.bfcl.data import BFCLEntry
 from kate.bfcl.env import BFCLEnvironment
-from kate.eval.run_store import RunStore
+from kate.eval.run_store import RunStore, load_run
+from kate.io import atomic_write_text
 from kate.llm.base import ChatModel, Message
 from kate.sampling.policy import Sampler
 from kate.toolcall import ToolCall
@@ -134,6 +137,26 @@ def rescore_record(entry: BFCLEntry, record: dict) -> dict:
     if entry.is_multi_turn:
         return score_multi_turn(entry, [[_calls(step) for step in turn] for turn in record["steps_per_turn"]])
     return score_single_turn(entry, _calls(record["calls"]), record.get("parse_error"))
+
+
+def rescore_run(folder: str | Path) -> dict[str, int]:
+    """Re-score every record of a run folder with the current checkers, in place (atomically):
+    ``{"records": n, "changed": k}``. For a checker fix; nothing is regenerated."""
+    from kate.bfcl.data import load_entries
+
+    _, records = load_run(folder)
+    entries = {e.id: e for c in sorted({r["category"] for r in records}) for e in load_entries(c, "all")}
+    changed = 0
+    for record in records:
+        score = rescore_record(entries[record["id"]], record)
+        if "turns_total" in score:
+            score["turn_fraction"] = score["turns_passed"] / max(score["turns_total"], 1)
+        if record.get("error_type") == "kate:model_error":  # the model failed, not the calls: keep why
+            score.update(error_type=record["error_type"], error=record["error"])
+        changed += any(record.get(k) != v for k, v in score.items())
+        record.update(score)
+    atomic_write_text(Path(folder) / "records.jsonl", "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
+    return {"records": len(records), "changed": changed}
 
 
 def run_entries(
