@@ -4,6 +4,7 @@ later session; finished entries are kept. Writes bench/results/bfcl_<arm>.json p
 bench/results/bfcl_report.md (+ bfcl_categories.png) over what has run so far.
 
     .venv/bin/python bench/bfcl.py --arms direct,st,st_w8 --single 50 --multi 30
+    .venv/bin/python bench/bfcl.py --arms direct,st,st_w8 --single 8 --multi 30 --interleave   # what ran
     .venv/bin/python bench/bfcl.py --arms es,sic,tic,w8 --single 20 --multi 10
     .venv/bin/python bench/bfcl.py --report-only
     .venv/bin/python bench/bfcl.py --rescore       # after a checker fix: re-score stored records, then report
@@ -93,6 +94,41 @@ def report() -> None:
     print(f"wrote {RESULTS / 'bfcl_report.md'}")
 
 
+def run_interleaved(model, arms: list[str], single: int, multi: int, seed: int, max_steps: int) -> None:
+    """Entry by entry across the arms (single-turn first, then multi-turn), so that wherever the
+    run stops, every arm has the same entries done and the paired comparison covers all of them."""
+    from tqdm import tqdm
+
+    from kate.eval.bfcl_runner import run_entry
+    from kate.eval.run_eval import open_arm_store
+
+    system_prompt, prepared, order = resolve_system_prompt("kate"), [], {}
+    for arm in arms:
+        kind, overrides, knowledge = ARMS[arm]
+        sampler = sampler_of(kind, overrides)
+        factory, described = build_retrieve_factory(knowledge, intent_model=model) if knowledge else (None, None)
+        entries = entries_for(arm, single, multi)
+        store = open_arm_store(arm, model, sampler, entries, RUNS / arm / f"seed_{seed}", seed=seed,
+                               config={"arm": arm, "single": single, "multi": multi, "sampling": [kind, overrides],
+                                       "knowledge": knowledge},
+                               knowledge_manifest=described, max_steps=max_steps, system_prompt=system_prompt)  # fmt: skip
+        prepared.append((arm, sampler, factory, store, {e.id for e in entries}))
+        order.update({e.id: e for e in entries})
+    entries = sorted(order.values(), key=lambda e: e.is_multi_turn)  # stable: single-turn first
+    total = sum(len(ids) for *_, ids in prepared)
+    bar = tqdm(total=total, initial=sum(len(store.done_ids() & ids) for *_, store, ids in prepared),
+               desc=f"{'+'.join(arms)} interleaved", unit="record")  # fmt: skip
+    for n, entry in enumerate(entries):
+        for arm, sampler, factory, store, ids in prepared:
+            if entry.id in ids and entry.id not in store.done_ids():
+                store.append(run_entry(entry, model, sampler, factory, seed, max_steps=max_steps, repeat_policy="warn",
+                                       system_prompt=system_prompt, one_call=True))  # fmt: skip
+                bar.update(1)
+        if n % 20 == 19:
+            report()
+    bar.close()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--arms", default="direct,st,st_w8")
@@ -101,6 +137,7 @@ def main() -> None:
     parser.add_argument("--seeds", default="0")
     parser.add_argument("--max-steps", type=int, default=20)
     parser.add_argument("--report-only", action="store_true")
+    parser.add_argument("--interleave", action="store_true", help="entry by entry across the arms (seed: the first)")
     parser.add_argument("--rescore", action="store_true", help="re-score stored records with the current checkers")
     args = parser.parse_args()
     if args.rescore:
@@ -115,7 +152,9 @@ def main() -> None:
 
         model = LlamaCppChatModel(DEFAULT_AGENT_MODEL, n_ctx=32768, max_parallel=8)
         seeds = [int(s) for s in args.seeds.split(",")]
-        for arm in args.arms.split(","):
+        if args.interleave:
+            run_interleaved(model, args.arms.split(","), args.single, args.multi, seeds[0], args.max_steps)
+        for arm in [] if args.interleave else args.arms.split(","):
             kind, overrides, knowledge = ARMS[arm]
             factory, described = build_retrieve_factory(knowledge, intent_model=model) if knowledge else (None, None)
             run_arm(arm, model, sampler_of(kind, overrides), entries_for(arm, args.single, args.multi), RUNS / arm,

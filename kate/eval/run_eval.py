@@ -42,6 +42,34 @@ def select_entries(categories: list[str], split: str, limit: int | None) -> list
     return [e for c in categories for e in load_entries(c, split, limit)]
 
 
+def open_arm_store(name: str, model: ChatModel, sampler: Sampler, entries: list[BFCLEntry], folder: str | Path, *,
+                   seed: int, config: dict[str, Any], knowledge_manifest: dict[str, Any] | None = None,
+                   workers: int = 1, max_steps: int = 20, repeat_policy: str = "warn",
+                   system_prompt: str | None = None, one_call: bool = True) -> RunStore:  # fmt: skip
+    """The result folder of one arm and seed, with everything that determines its records in
+    ``meta.json`` (a folder holding another configuration is refused)."""
+    categories = sorted({e.category for e in entries})
+    meta = {
+        "arm": name,
+        "config": config,
+        "model": model_identity(model),
+        "sampler": repr(sampler),
+        "knowledge": knowledge_manifest,
+        "seed": seed,
+        "entries": [e.id for e in entries],
+        "bfcl_eval": BFCL_VERSION,
+        "data_sha256": data_sha256(tuple(categories)),
+        "scoring_model": SCORING_MODEL,
+        "max_steps": max_steps,
+        "repeat_policy": repeat_policy,
+        "system_prompt": system_prompt,
+        "one_call": one_call,
+        "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "workers": workers,
+    }
+    return RunStore(folder, meta)
+
+
 def run_arm(
     name: str,
     model: ChatModel,
@@ -60,28 +88,13 @@ def run_arm(
     one_call: bool = True,
 ) -> dict[int, list[dict]]:
     """Run (or resume) one arm for each seed; returns seed -> records."""
-    categories = sorted({e.category for e in entries})
     results = {}
     for seed in seeds:
-        meta = {
-            "arm": name,
-            "config": config,
-            "model": model_identity(model),
-            "sampler": repr(sampler),
-            "knowledge": knowledge_manifest,
-            "seed": seed,
-            "entries": [e.id for e in entries],
-            "bfcl_eval": BFCL_VERSION,
-            "data_sha256": data_sha256(tuple(categories)),
-            "scoring_model": SCORING_MODEL,
-            "max_steps": max_steps,
-            "repeat_policy": repeat_policy,
-            "system_prompt": system_prompt,
-            "one_call": one_call,
-            "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            "workers": workers,
-        }
-        store = RunStore(Path(out_dir) / f"seed_{seed}", meta)
+        store = open_arm_store(
+            name, model, sampler, entries, Path(out_dir) / f"seed_{seed}", seed=seed, config=config,
+            knowledge_manifest=knowledge_manifest, workers=workers, max_steps=max_steps,
+            repeat_policy=repeat_policy, system_prompt=system_prompt, one_call=one_call,
+        )  # fmt: skip
         results[seed] = run_entries(
             entries, model, sampler, store, seed=seed, workers=workers, retrieve_factory=retrieve_factory,
             max_steps=max_steps, repeat_policy=repeat_policy, system_prompt=system_prompt, one_call=one_call,
