@@ -96,6 +96,48 @@ def test_tool_filter_keeps_only_what_the_current_tools_express():
     assert names == {("solve_quadratic",), ()}  # irrelevance entries: no call, always expressible
 
 
+def _solar_tools(panel_area_type: str) -> list[dict]:
+    point = {"type": "array", "items": {"type": "number"}}
+    solar = {"coordinates": point, "panelArea": {"type": panel_area_type}, "month": {"type": "string"}}
+    wind = {"coordinates": point, "turbineCount": {"type": "float"}, "month": {"type": "string"}}
+    return [{"type": "function", "function": {"name": name, "parameters": {"type": "object", "properties": props,
+             "required": list(props)}}} for name, props in (("solarFarm.potential", solar), ("windFarm.potential", wind))]
+
+
+def test_tool_filter_checks_parameters_and_value_types_not_only_names():
+    """BFCL's parallel_multiple_70 passes panelArea as a float (its own tool says float); a task
+    whose solarFarm.potential takes an integer cannot make that call, so it is not shown there."""
+    from kate.knowledge.entries import KnowledgeEntry
+
+    def entry(name, area):
+        call = {"name": "solarFarm.potential", "arguments": {"coordinates": [37.77, -122.42], "panelArea": area,
+                                                             "month": "July"}}  # fmt: skip
+        return KnowledgeEntry(name, "ST", "Solar farm output at 37.77, -122.42, 50000 sq ft, July?",
+                              {"question": "q", "calls": [call]}, tool_names=("solarFarm.potential",))  # fmt: skip
+
+    entries = [entry("float_area", 50000.0), entry("int_area", 50000)]
+    kb = KnowledgeBase.create(entries, embedder().embed([e.text for e in entries]), embedding=embedder().identity())
+    r = Retriever(kb, embedder(), RetrievalConfig(top_k=5, threshold=0.3, filter_tools=True, include_no_call=False, dedupe=False))
+    query = "Estimate the energy output of a solar farm at coordinates 37.77, -122.42 with 50000 sq ft of panels in July"
+    assert {h.entry.id for h in r.retrieve(query, api_classes=(), tools=_solar_tools("float"))} == {"float_area", "int_area"}
+    assert {h.entry.id for h in r.retrieve(query, api_classes=(), tools=_solar_tools("integer"))} == {"int_area"}
+
+
+def test_expressible_calls():
+    from kate.retrieval.expressible import calls_expressible, schemas_by_name
+
+    tools = schemas_by_name(_solar_tools("integer") + ["bare_name"])
+    call = {"name": "solarFarm.potential", "arguments": {"coordinates": [1, 2.5], "panelArea": 3, "month": "May"}}
+    assert calls_expressible([call], tools)
+    assert not calls_expressible([{**call, "arguments": {**call["arguments"], "panelArea": 3.0}}], tools)
+    assert not calls_expressible([{**call, "arguments": {**call["arguments"], "panelArea": True}}], tools)
+    assert not calls_expressible([{**call, "arguments": {**call["arguments"], "extra": 1}}], tools)
+    assert not calls_expressible([{**call, "arguments": {"panelArea": 3, "month": "May"}}], tools)  # required missing
+    assert calls_expressible([{"name": "bare_name", "arguments": {"anything": 1}}], tools)
+    assert not calls_expressible([{"name": "other", "arguments": {}}], tools)
+    assert calls_expressible([], tools)
+
+
 def test_min_task_tools_skips_tasks_without_a_choice():
     one = [{"type": "function", "function": {"name": "solve_quadratic", "parameters": {}}}]
     two = one + [{"type": "function", "function": {"name": "calculate_area", "parameters": {}}}]
@@ -157,9 +199,13 @@ def test_multi_turn_test_questions_find_the_expected_training_turns():
 def test_single_turn_test_questions_find_same_function_examples_only():
     r = retriever(top_k=3, threshold=0.5, filter_tools=True, include_no_call=False)
     by_index = {e.index: e for e in load_entries("simple_python", "test", limit=8)}
-    # "What is the area of a triangle with base of 10 units and height of 5 units?"
+    # "What is the area of a triangle with base of 10 units and height of 5 units?": the near-identical
+    # training question (simple_python_0) passed unit='units' to a calculate_triangle_area that took a
+    # unit; this task's function takes none, so that call is not one it can make: nothing is shown
     hits = r.retrieve(by_index[11].turns[0][-1]["content"], api_classes=(), tools=by_index[11].tools)
-    assert [h.entry.id for h in hits] == ["ST:simple_python_0#t0"] and hits[0].score > 0.9
+    assert hits == []
+    loose = retriever(top_k=3, threshold=0.5, include_no_call=False)
+    assert loose.retrieve(by_index[11].turns[0][-1]["content"], api_classes=())[0].entry.id == "ST:simple_python_0#t0"
     # "Find all the roots of a quadratic equation given coefficients a = 3, b = -11, and c = -4."
     hits = r.retrieve(by_index[5].turns[0][-1]["content"], api_classes=(), tools=by_index[5].tools)
     assert [h.entry.tool_names for h in hits] == [("solve_quadratic",)]
@@ -276,10 +322,12 @@ def test_the_bfcl_factory_filters_each_entry_by_its_tools_or_classes():
     from kate.retrieval import bfcl_retrieve_factory
 
     factory = bfcl_retrieve_factory(retriever(top_k=3, threshold=0.5, filter_tools=True, include_no_call=False))
-    [single] = [e for e in load_entries("simple_python", "test", limit=8) if e.index == 11]
+    [single] = [e for e in load_entries("simple_python", "test", limit=8) if e.index == 5]
     hook = factory(single)
-    assert "calculate_triangle_area(" in hook(single.turns[0][-1]["content"], [])
-    assert [h["id"] for h in hook.log[0]["hits"]] == ["ST:simple_python_0#t0"]
+    assert "solve_quadratic(" in hook(single.turns[0][-1]["content"], [])
+    kb = bfcl_st_kb()
+    hits = [kb.entries[kb.row(h["id"])] for h in hook.log[0]["hits"]]
+    assert hits and all(set(e.tool_names) <= {"solve_quadratic"} for e in hits)
     [multi] = [e for e in load_entries("multi_turn_base", "test", limit=8) if e.index == 11]
     hook = factory(multi)
     hook(multi.turns[0][0]["content"], [])

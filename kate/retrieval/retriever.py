@@ -6,9 +6,10 @@ Filters (each a config value, see ``RetrievalConfig``):
 * API classes (KATE, multi-turn): with ``api_class_match="subset"`` an entry is kept when its
   classes are all among the task's (``overlap``: when it shares one); a task without classes
   keeps only entries without classes (single-turn ones).
-* tools (single-turn): an entry is kept only when the current tools offer every function its
-  calls use, since single-turn entries each bring their own tools and a small model copies
-  foreign function names.
+* tools (single-turn): an entry is kept only when its calls are calls the current tools can make:
+  every function offered, only its parameters, the required ones given, values of the declared
+  types (``kate/retrieval/expressible.py``); single-turn entries each bring their own tools, and
+  a small model copies foreign function names and value formats.
 * ``include_no_call``: entries whose correct behaviour was not to call.
 * ``min_task_tools``: nothing is retrieved for a task offering fewer tools (given as ``tools``);
   measured on the training folds, examples only broke single-tool requests for a small model.
@@ -33,6 +34,7 @@ from kate.knowledge.entries import KnowledgeEntry, check_types
 from kate.knowledge.index import IndexSpec, search
 from kate.knowledge.store import MANIFEST, KnowledgeBase, check_embedding
 from kate.retrieval.config import RetrievalConfig
+from kate.retrieval.expressible import calls_expressible, schemas_by_name
 
 
 @dataclass(frozen=True)
@@ -78,7 +80,8 @@ class Retriever:
 
     # --------------------------------------------------------------------------- filters
     def _keep(self, entry: KnowledgeEntry, types: Sequence[str], api_classes: tuple[str, ...] | None,
-              tool_names: frozenset[str] | None, exclude: frozenset[str], sources: frozenset[str]) -> bool:
+              tools: Mapping[str, Mapping[str, Any] | None] | None, exclude: frozenset[str],
+              sources: frozenset[str]) -> bool:  # fmt: skip
         c = self.config
         if entry.type not in types:
             return False
@@ -96,8 +99,11 @@ class Retriever:
                     return False
             elif not mine or not (mine <= task if c.api_class_match == "subset" else mine & task):
                 return False
-        if c.filter_tools and tool_names is not None and not set(entry.tool_names) <= tool_names:
-            return False
+        if c.filter_tools and tools is not None:
+            if not set(entry.tool_names) <= tools.keys():
+                return False
+            if not calls_expressible(entry.payload.get("calls") or [], tools):
+                return False
         return True
 
     # --------------------------------------------------------------------------- search
@@ -122,10 +128,9 @@ class Retriever:
         top_k = c.top_k if top_k is None else int(top_k)
         threshold = c.threshold if threshold is None else float(threshold)
         classes = tuple(api_classes) if api_classes is not None else None
-        names = tool_names_from(tools)
-        if c.min_task_tools and names is not None and len(set(names)) < c.min_task_tools:
+        current = schemas_by_name(tools) if tools is not None else None
+        if c.min_task_tools and current is not None and len(current) < c.min_task_tools:
             return []
-        names = frozenset(names) if names is not None else None
         exclude, sources = frozenset(exclude_ids), frozenset(c.sources)
         priority = {t: i for i, t in enumerate(types)}
         total = len(self.kb)
@@ -143,7 +148,7 @@ class Retriever:
                     exhausted = True  # results come best first: nothing further can pass
                     break
                 entry = self.kb.entries[row]
-                if self._keep(entry, types, classes, names, exclude, sources):
+                if self._keep(entry, types, classes, current, exclude, sources):
                     passing.append(Hit(entry, float(score)))
             passing.sort(key=lambda h: (-h.score, priority[h.entry.type]))
             hits, seen = [], set()

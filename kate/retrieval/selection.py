@@ -61,6 +61,7 @@ class Query:
     tools: tuple[str, ...]
     truth: frozenset[str]  # function names of the correct calls
     source_id: str
+    schemas: tuple[dict[str, Any], ...] = ()  # the tools' schemas: the tools filter checks parameters and types
 
 
 def _index(trajectory: Trajectory) -> int:
@@ -79,7 +80,7 @@ def queries_of(trajectories: Sequence[Trajectory]) -> list[Query]:
         for number, turn in enumerate(t.turns):
             if turn.user.strip():
                 out.append(Query(turn.user, t.source, classes, tools, frozenset(c.name for c in turn.calls),
-                                 f"{t.id}#t{number}"))
+                                 f"{t.id}#t{number}", tuple(t.tools)))
     return out
 
 
@@ -87,7 +88,8 @@ def judge(retriever: Retriever, queries: list[Query], vectors: np.ndarray, top_k
           categories: Sequence[str]) -> dict[str, Any]:
     per: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
     for query, vector in zip(queries, vectors):
-        hits = retriever.search_vector(vector, api_classes=query.classes, tools=query.tools, top_k=top_k, threshold=p)
+        hits = retriever.search_vector(vector, api_classes=query.classes, tools=query.schemas or query.tools,
+                                       top_k=top_k, threshold=p)  # fmt: skip
         c = per[query.category]
         c["queries"] += 1
         c["covered"] += bool(hits)
