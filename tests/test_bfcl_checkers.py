@@ -109,3 +109,12 @@ def test_a_stored_run_is_rescored_in_place_without_regenerating(tmp_path):
     multi, single = load_run(tmp_path / "seed_0")[1]
     assert multi["turns_passed"] == 1 and multi["turn_fraction"] == 0.25 and multi["error_type"] != "stale"
     assert single["valid"] is False and multi["steps_per_turn"][0] == ls
+
+
+def test_a_call_named_by_no_identifier_is_a_failed_call_not_a_crash():
+    entry = next(e for e in load_entries("multi_turn_base", "test") if e.id == "multi_turn_base_1")
+    junk = ToolCall("Student | Math | Computer Science Alice | 5 | 9", {})
+    injection = ToolCall("__import__('os').system", {"command": "true"})
+    ls = [[junk], [ToolCall("ls", {"a": True})], [injection]]
+    result = score_multi_turn(entry, [ls, [], [], []])
+    assert not result["valid"] and result["turns_passed"] == 1, result

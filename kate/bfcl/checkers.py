@@ -77,6 +77,19 @@ def _check_turns(entry: BFCLEntry, decoded: list[list[list[str]]], turns: int) -
         _forget_instances(entry.id)
 
 
+def _checker_strings(calls: list[ToolCall]) -> list[str]:
+    """The calls as BFCL call strings, for the checker (which executes them with ``eval``). A call
+    whose name is no Python identifier path (a model once wrote a table as a function name) names
+    no BFCL function and could only have failed; it is left out rather than handed to ``eval``."""
+    out = []
+    for call in calls:
+        try:
+            out += to_bfcl_strings([call])
+        except ValueError:
+            continue
+    return out
+
+
 def score_multi_turn(entry: BFCLEntry, steps_per_turn: list[list[list[ToolCall]]]) -> dict[str, Any]:
     """Official multi-turn accuracy of a dialogue, and the turns passed before the first failure.
 
@@ -87,7 +100,7 @@ def score_multi_turn(entry: BFCLEntry, steps_per_turn: list[list[list[ToolCall]]
     if len(steps_per_turn) != total:
         return {"valid": False, "turns_passed": 0, "turns_total": total, "error_type": "multi_turn:force_terminated",
                 "error": f"{len(steps_per_turn)} turns answered of {total}"}  # fmt: skip
-    decoded = [[to_bfcl_strings(step) for step in turn if step] for turn in steps_per_turn]
+    decoded = [[strings for step in turn if (strings := _checker_strings(step))] for turn in steps_per_turn]
     result = _check_turns(entry, decoded, total)
     if result["valid"]:
         return {"valid": True, "turns_passed": total, "turns_total": total, "error_type": None, "error": None}
