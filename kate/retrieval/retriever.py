@@ -46,19 +46,6 @@ class Hit:
         return {"id": self.entry.id, "type": self.entry.type, "score": round(self.score, 4), "text": self.entry.text}
 
 
-def tool_names_from(tools: Iterable[str | Mapping[str, Any]] | None) -> tuple[str, ...] | None:
-    """Names from names or OpenAI / BFCL tool schemas; None stays None (no tool filter)."""
-    if tools is None:
-        return None
-    names = []
-    for tool in tools:
-        if isinstance(tool, str):
-            names.append(tool)
-        else:
-            names.append(tool.get("function", tool)["name"])
-    return tuple(names)
-
-
 class Retriever:
     def __init__(self, kb: KnowledgeBase, embedder: Embedder, config: RetrievalConfig | None = None) -> None:
         check_embedding(kb.manifest, embedder.identity(), (kb.path / MANIFEST) if kb.path else "knowledge base")
