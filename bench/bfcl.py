@@ -112,17 +112,18 @@ def run_interleaved(model, arms: list[str], single: int, multi: int, seed: int, 
                                config={"arm": arm, "single": single, "multi": multi, "sampling": [kind, overrides],
                                        "knowledge": knowledge},
                                knowledge_manifest=described, max_steps=max_steps, system_prompt=system_prompt)  # fmt: skip
-        prepared.append((arm, sampler, factory, store, {e.id for e in entries}))
+        prepared.append((arm, sampler, factory, store, {e.id for e in entries}, store.done_ids()))
         order.update({e.id: e for e in entries})
     entries = sorted(order.values(), key=lambda e: e.is_multi_turn)  # stable: single-turn first
-    total = sum(len(ids) for *_, ids in prepared)
-    bar = tqdm(total=total, initial=sum(len(store.done_ids() & ids) for *_, store, ids in prepared),
+    total = sum(len(ids) for *_, ids, _ in prepared)
+    bar = tqdm(total=total, initial=sum(len(done & ids) for *_, ids, done in prepared),
                desc=f"{'+'.join(arms)} interleaved", unit="record")  # fmt: skip
     for n, entry in enumerate(entries):
-        for arm, sampler, factory, store, ids in prepared:
-            if entry.id in ids and entry.id not in store.done_ids():
+        for arm, sampler, factory, store, ids, done in prepared:
+            if entry.id in ids and entry.id not in done:
                 store.append(run_entry(entry, model, sampler, factory, seed, max_steps=max_steps, repeat_policy="warn",
                                        system_prompt=system_prompt, one_call=True))  # fmt: skip
+                done.add(entry.id)
                 bar.update(1)
         if n % 20 == 19:
             report()

@@ -14,6 +14,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from kate.appworld.code_action import CodeAction, extract_code
 from kate.llm.base import ChatModel, Completion, Message, Usage
+from kate.sampling.policy import request_usage
 
 MERGE_PROMPT = (
     "Candidate next code steps for the task above:\n\n{candidates}\n\n"
@@ -39,11 +40,6 @@ class CodeSampler(Protocol):
     def act(self, model: ChatModel, messages: list[Message], *, seed: int | None = None) -> CodeStep: ...
 
 
-def _usage(completions: Sequence[Completion], extra: Usage = Usage()) -> Usage:
-    prompt = max((c.usage.prompt_tokens for c in completions), default=0)
-    return Usage(prompt + extra.prompt_tokens, sum(c.usage.completion_tokens for c in completions) + extra.completion_tokens)
-
-
 @dataclass(frozen=True)
 class GreedyCode:
     max_tokens: int = 400
@@ -53,7 +49,7 @@ class GreedyCode:
         if not completions:
             raise RuntimeError(f"model {getattr(model, 'name', model)!r} returned no completion")
         action = extract_code(completions[0].text)
-        return CodeStep(action.code, completions[0].text, action.error, completions[:1], None, _usage(completions[:1]))
+        return CodeStep(action.code, completions[0].text, action.error, completions[:1], None, request_usage(completions[:1]))
 
 
 @dataclass(frozen=True)
@@ -102,10 +98,10 @@ class WidthCode:
                 "candidates": [c.to_dict() for c in candidates],
                 "margin": ((winner.votes - runner_up) / len(completions)) if winner else 0.0, "method": "majority"}  # fmt: skip
         if winner is None:
-            return CodeStep(None, completions[0].text, actions[0].error, completions, vote, _usage(completions))
+            return CodeStep(None, completions[0].text, actions[0].error, completions, vote, request_usage(completions))
         if self.merge and len(candidates) > 1:
             return self._merge(model, messages, winner, candidates, completions, vote, seed)
-        return CodeStep(winner.code, completions[winner.samples[0]].text, None, completions, vote, _usage(completions))
+        return CodeStep(winner.code, completions[winner.samples[0]].text, None, completions, vote, request_usage(completions))
 
     def _merge(self, model: ChatModel, messages: list[Message], winner: CodeCandidate,
                candidates: tuple[CodeCandidate, ...], completions: tuple[Completion, ...], vote: dict[str, Any],
@@ -116,7 +112,7 @@ class WidthCode:
         prompt = [*messages, {"role": "user", "content": MERGE_PROMPT.format(candidates=listing)}]
         reply = model.chat(prompt, None, n=1, temperature=0.0, max_tokens=self.max_tokens, seed=seed)
         merged = extract_code(reply[0].text) if reply else CodeAction(None, "no merge reply")
-        usage = _usage(completions, _usage(reply))
+        usage = request_usage(completions, request_usage(reply))
         vote = {**vote, "method": "merge", "merge_reply": reply[0].text if reply else None,
                 "merge_fallback": merged.code is None}  # fmt: skip
         if merged.code is None:  # the merge failed: the majority stands

@@ -15,7 +15,7 @@ comes from AppWorld's own evaluator (``evaluate_tasks``) over the tasks run.
 from __future__ import annotations
 
 import json
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timezone
@@ -57,15 +57,8 @@ def goal_completion(records: list[dict[str, Any]]) -> dict[str, Any]:
     return {"tasks": n, "scenarios": len(scenarios),
             "task_goal_completion": sum(bool(r["evaluation"]["success"]) for r in records) / n if n else None,
             "scenario_goal_completion": sum(all(v) for v in scenarios.values()) / len(scenarios) if scenarios else None,
-            "ends": dict(sorted(_count(r["end"] for r in records).items())),
+            "ends": dict(sorted(Counter(r["end"] for r in records).items())),
             "mean_steps": sum(r["n_steps"] for r in records) / n if n else None}  # fmt: skip
-
-
-def _count(values: Any) -> dict[str, int]:
-    out: dict[str, int] = defaultdict(int)
-    for v in values:
-        out[v] += 1
-    return out
 
 
 class Worlds:
@@ -143,7 +136,8 @@ def run_arm(name: str, arm: DictConfig, cfg: DictConfig, model: Any, worlds: Wor
             "tasks": task_ids, "seed": int(cfg.seed), "experiment_name": experiment,
             "started": datetime.now(timezone.utc).isoformat(timespec="seconds")}  # fmt: skip
     store = RunStore(out_dir / name / f"seed_{cfg.seed}", meta)
-    done = store.done_ids()
+    records = store.records()
+    done, passed = {r["id"] for r in records}, sum(bool(r["evaluation"]["success"]) for r in records)
     bar = tqdm([t for t in task_ids if t not in done], desc=f"appworld {name}", unit="task")
     for task_id in bar:
         world = worlds.open(task_id, experiment)
@@ -155,8 +149,9 @@ def run_arm(name: str, arm: DictConfig, cfg: DictConfig, model: Any, worlds: Wor
         finally:
             world.close()
         store.append({"id": task_id, **record})
-        records = store.records()
-        bar.set_postfix(tgc=f"{sum(r['evaluation']['success'] for r in records) / len(records):.2f}")
+        done.add(task_id)
+        passed += bool(record["evaluation"]["success"])
+        bar.set_postfix(tgc=f"{passed / len(done):.2f}")
     return store.records()
 
 

@@ -39,7 +39,8 @@ class Sampler(Protocol):
             seed: int | None = None) -> Step: ...
 
 
-def _usage(completions: Sequence[Completion], extra: Usage = Usage()) -> Usage:
+def request_usage(completions: Sequence[Completion], extra: Usage = Usage()) -> Usage:
+    """One request's cost: its prompt tokens once, every sample's completion tokens, plus ``extra``."""
     prompt = max((c.usage.prompt_tokens for c in completions), default=0)
     completion = sum(c.usage.completion_tokens for c in completions)
     return Usage(prompt + extra.prompt_tokens, completion + extra.completion_tokens)
@@ -77,7 +78,7 @@ class GreedySampler:
             self.one_call,
         )
         first = completions[0]
-        return Step(first.tool_calls, first.text, completions, None, _usage(completions[:1]), first.parse_error)
+        return Step(first.tool_calls, first.text, completions, None, request_usage(completions[:1]), first.parse_error)
 
 
 @dataclass(frozen=True)
@@ -113,7 +114,7 @@ class WidthSampler:
             model, messages, tools, completions, max_tokens=self.critic_max_tokens, seed=seed
         )
         shown = completions[vote.chosen.samples[0]]
-        usage = _usage(completions, vote.usage)
+        usage = request_usage(completions, vote.usage)
         if vote.failed:
             return Step((), shown.text, completions, vote, usage, shown.parse_error)
         return Step(vote.chosen.calls, shown.text, completions, vote, usage, None)
