@@ -16,8 +16,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -87,6 +86,12 @@ class Worlds:
     def close(self) -> None:
         if self.client is not None:
             self.client.close()
+
+    def __enter__(self) -> "Worlds":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def build_appworld_kb(cfg: DictConfig, client: AppWorldClient, embedder: Embedder) -> KnowledgeBase:
@@ -171,15 +176,6 @@ def report_markdown(summary: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-@contextmanager
-def _worlds(cfg: DictConfig) -> Iterator[Worlds]:
-    worlds = Worlds(cfg)
-    try:
-        yield worlds
-    finally:
-        worlds.close()
-
-
 def check(cfg: DictConfig) -> dict[str, Any]:
     client = AppWorldClient(cfg.appworld.python, cfg.appworld.root)
     with client:
@@ -206,7 +202,7 @@ def run_appworld(cfg: DictConfig) -> dict[str, Any]:
     out_dir = Path(cfg.out_dir)
     model = instantiate(cfg.llm)
     summary: dict[str, Any] = {"world": cfg.world, "model": model_identity(model)["name"], "arms": {}}
-    with _worlds(cfg) as worlds:
+    with Worlds(cfg) as worlds:
         task_ids = worlds.task_ids()
         for name, arm in cfg.arms.items():
             records = run_arm(name, arm, cfg, model, worlds, task_ids, out_dir)
