@@ -5,7 +5,8 @@ bench/results/bfcl_report.md (+ bfcl_categories.png) over what has run so far.
 
     .venv/bin/python bench/bfcl.py --arms direct,st,st_w8 --single 50 --multi 30
     .venv/bin/python bench/bfcl.py --arms direct,st,st_w8 --single 8 --multi 30 --interleave   # what ran
-    .venv/bin/python bench/bfcl.py --arms es,sic,tic,w8 --single 20 --multi 10
+    .venv/bin/python bench/bfcl.py --arms es,sic,tic,w8 --single 8 --multi 10 --interleave --multi-first
+    .venv/bin/python bench/bfcl.py --arms st_w8 --seeds 1,2 --single 0 --multi 10          # seeds for the width arm
     .venv/bin/python bench/bfcl.py --report-only
     .venv/bin/python bench/bfcl.py --rescore       # after a checker fix: re-score stored records, then report
 """
@@ -25,8 +26,8 @@ from kate.bfcl.data import SINGLE_TURN, load_entries  # noqa: E402
 from kate.eval.knowledge_arm import build_retrieve_factory  # noqa: E402
 from kate.eval.main_job import comparison_report  # noqa: E402
 from kate.eval.prompts import resolve_system_prompt  # noqa: E402
-from kate.eval.report import plot_categories, summarize  # noqa: E402
-from kate.eval.run_eval import run_arm, seed_spread  # noqa: E402
+from kate.eval.report import plot_categories, seed_spread, seed_table, summarize  # noqa: E402
+from kate.eval.run_eval import run_arm  # noqa: E402
 from kate.eval.run_store import load_run  # noqa: E402
 from kate.io import atomic_write_json, atomic_write_text  # noqa: E402
 
@@ -68,19 +69,19 @@ def entries_for(arm: str, single: int, multi: int):
 
 
 def report() -> None:
-    runs = {}
+    runs, spreads = {}, {}
     for arm in ARMS:
         folders = sorted((RUNS / arm).glob("seed_*")) if (RUNS / arm).exists() else []
         if not folders:
             continue
         per_seed = {int(f.name.split("_")[1]): load_run(f)[1] for f in folders}
-        meta = load_run(folders[0])[0]
+        meta, spreads[arm] = load_run(folders[0])[0], seed_spread(per_seed)
         atomic_write_json(RESULTS / f"bfcl_{arm}.json", {
             "arm": arm, "model": meta["model"], "sampler": meta["sampler"], "bfcl_eval": meta["bfcl_eval"],
             "data_sha256": meta["data_sha256"], "scoring_model": meta["scoring_model"],
-            "knowledge": meta["knowledge"], "seeds": sorted(per_seed), "entries_planned": len(meta["entries"]),
+            "knowledge": meta["knowledge"], "seeds": sorted(per_seed), "entries_planned": {s: len(load_run(f)[0]["entries"]) for s, f in zip(per_seed, folders)},
             "entries_done": {s: len(r) for s, r in per_seed.items()},
-            "per_category": summarize(per_seed[min(per_seed)]), "across_seeds": seed_spread(per_seed),
+            "per_category": summarize(per_seed[min(per_seed)]), "across_seeds": spreads[arm],
         })  # fmt: skip
         runs[arm] = per_seed[min(per_seed)]
     if not runs:
@@ -88,15 +89,20 @@ def report() -> None:
         return
     notes = ["Default model (Qwen2.5-Coder-0.5B-Instruct Q4_K_M, llama.cpp) on BFCL's test halves (odd indices), "
              "first n entries of each category in index order; official checkers; seed 0 shown, spread across "
-             "seeds in bfcl_<arm>.json. Partial runs are reported as far as they went (see entries_done)."]  # fmt: skip
-    atomic_write_text(RESULTS / "bfcl_report.md", comparison_report(runs, "BFCL-V3, kate arms", notes) + "\n")
+             "seeds below and in bfcl_<arm>.json. Partial runs are reported as far as they went (see entries_done)."]  # fmt: skip
+    text = comparison_report(runs, "BFCL-V3, kate arms", notes)
+    if table := seed_table(spreads):
+        text += "\n\nAcross seeds (entries every seed finished):\n\n" + table + "\n"
+    atomic_write_text(RESULTS / "bfcl_report.md", text + "\n")
     plot_categories({a: summarize(r) for a, r in runs.items()}, RESULTS / "bfcl_categories.png")
     print(f"wrote {RESULTS / 'bfcl_report.md'}")
 
 
-def run_interleaved(model, arms: list[str], single: int, multi: int, seed: int, max_steps: int) -> None:
-    """Entry by entry across the arms (single-turn first, then multi-turn), so that wherever the
-    run stops, every arm has the same entries done and the paired comparison covers all of them."""
+def run_interleaved(model, arms: list[str], single: int, multi: int, seed: int, max_steps: int,
+                    multi_first: bool = False) -> None:
+    """Entry by entry across the arms (single-turn first, then multi-turn, or the other way round),
+    so that wherever the run stops, every arm has the same entries done and the paired comparison
+    covers all of them."""
     from tqdm import tqdm
 
     from kate.eval.bfcl_runner import run_entry
@@ -114,7 +120,7 @@ def run_interleaved(model, arms: list[str], single: int, multi: int, seed: int, 
                                knowledge_manifest=described, max_steps=max_steps, system_prompt=system_prompt)  # fmt: skip
         prepared.append((arm, sampler, factory, store, {e.id for e in entries}, store.done_ids()))
         order.update({e.id: e for e in entries})
-    entries = sorted(order.values(), key=lambda e: e.is_multi_turn)  # stable: single-turn first
+    entries = sorted(order.values(), key=lambda e: e.is_multi_turn != multi_first)  # stable within each kind
     total = sum(len(ids) for *_, ids, _ in prepared)
     bar = tqdm(total=total, initial=sum(len(done & ids) for *_, ids, done in prepared),
                desc=f"{'+'.join(arms)} interleaved", unit="record")  # fmt: skip
@@ -139,6 +145,7 @@ def main() -> None:
     parser.add_argument("--max-steps", type=int, default=20)
     parser.add_argument("--report-only", action="store_true")
     parser.add_argument("--interleave", action="store_true", help="entry by entry across the arms (seed: the first)")
+    parser.add_argument("--multi-first", action="store_true", help="with --interleave: multi-turn dialogues first")
     parser.add_argument("--rescore", action="store_true", help="re-score stored records with the current checkers")
     args = parser.parse_args()
     if args.rescore:
@@ -154,7 +161,8 @@ def main() -> None:
         model = LlamaCppChatModel(DEFAULT_AGENT_MODEL, n_ctx=32768, max_parallel=8)
         seeds = [int(s) for s in args.seeds.split(",")]
         if args.interleave:
-            run_interleaved(model, args.arms.split(","), args.single, args.multi, seeds[0], args.max_steps)
+            run_interleaved(model, args.arms.split(","), args.single, args.multi, seeds[0], args.max_steps,
+                            args.multi_first)
         for arm in [] if args.interleave else args.arms.split(","):
             kind, overrides, knowledge = ARMS[arm]
             factory, described = build_retrieve_factory(knowledge, intent_model=model) if knowledge else (None, None)

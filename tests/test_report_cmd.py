@@ -7,6 +7,7 @@ import json
 from hydra import compose, initialize_config_dir
 
 from kate.cli import CONF_DIR
+from kate.eval.report import seed_spread
 from kate.eval.report_cmd import run_report, samples_per_step
 from kate.eval.run_store import RunStore
 
@@ -32,6 +33,7 @@ def test_report_compares_runs_across_seeds_and_n(tmp_path):
     assert "broken: simple_python_7" in text and "N=8 50.0% (w8)" in text
     assert summary["w8"]["across_seeds"]["simple_python"]["seeds"] == 2
     assert summary["w8"]["across_seeds"]["simple_python"]["mean"] == 0.625
+    assert "| w8 | simple_python | 4 | 50.0 (s0), 75.0 (s1) | 62.5 +- 17.7 | - | - |" in text
     assert (tmp_path / "out" / "categories.png").stat().st_size > 0
     assert (tmp_path / "out" / "accuracy_vs_n.png").stat().st_size > 0
     assert json.loads((tmp_path / "out" / "summary.json").read_text())["direct"]["samples_per_step"] == 1
@@ -40,3 +42,15 @@ def test_report_compares_runs_across_seeds_and_n(tmp_path):
 def test_samples_per_step_reads_the_recorded_sampler():
     assert samples_per_step({"sampler": "WidthSampler(n=16, temperature=1.0)"}) == 16
     assert samples_per_step({"sampler": "DepthSampler(kinds=('state',), inner=GreedySampler())"}) == 1
+
+
+def test_seed_spread_compares_seeds_on_the_entries_all_of_them_finished():
+    def rec(i, ok, turns):
+        return {"id": f"multi_turn_base_{i}", "category": "multi_turn_base", "valid": ok, "turn_fraction": turns}
+
+    per_seed = {0: [rec(1, False, 0.5), rec(3, True, 1.0), rec(5, False, 0.0)], 1: [rec(1, False, 0.0), rec(3, False, 0.5)]}
+    spread = seed_spread(per_seed)["multi_turn_base"]
+    assert spread["n"] == 2 and spread["seeds"] == 2
+    assert spread["per_seed"] == {0: 0.5, 1: 0.0}
+    assert spread["turn_fraction"]["per_seed"] == {0: 0.75, 1: 0.25}
+    assert spread["turn_fraction"]["mean"] == 0.5

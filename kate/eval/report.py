@@ -104,6 +104,51 @@ def paired_difference(a: list[dict], b: list[dict]) -> dict[str, Any]:
     return {"n_common": len(common), "fixed": fixed, "broken": broken, "per_category": dict(per_category)}
 
 
+def seed_spread(per_seed: dict[int, list[dict[str, Any]]]) -> dict[str, dict[str, Any]]:
+    """Per category, over the entries every seed has finished (so a partial seed compares like
+    with like): each seed's accuracy, their mean and standard deviation, and the same for the
+    turns-passed fraction of multi-turn categories."""
+    if not per_seed:
+        return {}
+    common = set.intersection(*({r["id"] for r in records} for records in per_seed.values()))
+    summaries = {seed: summarize([r for r in records if r["id"] in common]) for seed, records in per_seed.items()}
+    spread: dict[str, dict[str, Any]] = {}
+    for category in sorted({c for s in summaries.values() for c in s}):
+        present = {seed: s[category] for seed, s in summaries.items() if category in s}
+        item = {"n": max(v["n"] for v in present.values()), **_across({s: v["accuracy"] for s, v in present.items()})}
+        if category in MULTI_TURN:
+            item["turn_fraction"] = _across({s: v["turn_fraction"] for s, v in present.items()})
+        spread[category] = item
+    return spread
+
+
+def _across(values: dict[int, float]) -> dict[str, Any]:
+    series = list(values.values())
+    return {"mean": statistics.fmean(series), "std": statistics.stdev(series) if len(series) > 1 else 0.0,
+            "seeds": len(series), "per_seed": dict(sorted(values.items()))}  # fmt: skip
+
+
+def seed_table(spreads: dict[str, dict[str, dict[str, Any]]]) -> str:
+    """Markdown: for every run with two or more seeds, per category each seed's accuracy (and
+    turns-passed fraction) on the entries all its seeds finished, then mean +- sd."""
+    lines = ["| run | category | n | accuracy per seed | mean +- sd | turns per seed | mean +- sd |",
+             "|---|---|---|---|---|---|---|"]  # fmt: skip
+    for name, spread in spreads.items():
+        for category, item in spread.items():
+            if item["seeds"] < 2:
+                continue
+            cells = [_seeds_cell(item)]
+            turns = item.get("turn_fraction")
+            cells.append(_seeds_cell(turns) if turns else "- | -")
+            lines.append(f"| {name} | {category} | {item['n']} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) if len(lines) > 2 else ""
+
+
+def _seeds_cell(item: dict[str, Any]) -> str:
+    per_seed = ", ".join(f"{_pct(v)} (s{s})" for s, v in item["per_seed"].items())
+    return f"{per_seed} | {_pct(item['mean'])} +- {_pct(item['std'])}"
+
+
 def _pct(x: float) -> str:
     return f"{100 * x:.1f}"
 

@@ -17,8 +17,7 @@ from typing import Any
 from omegaconf import DictConfig
 
 from kate.eval.main_job import comparison_report
-from kate.eval.report import plot_accuracy_vs_n, plot_categories, summarize
-from kate.eval.run_eval import seed_spread
+from kate.eval.report import plot_accuracy_vs_n, plot_categories, seed_spread, seed_table, summarize
 from kate.eval.run_store import load_run
 from kate.io import atomic_write_json, atomic_write_text
 
@@ -54,9 +53,12 @@ def run_report(cfg: DictConfig) -> dict[str, Any]:
     first = {name: per_seed[min(per_seed)] for name, per_seed in seeds.items()}
     notes = [f"- **{name}**: {metas[name].get('model', {}).get('name')}, {metas[name].get('sampler')}, "
              f"seeds {sorted(seeds[name])}, {len(first[name])} records ({cfg.runs[name]})" for name in seeds]  # fmt: skip
-    notes.append("\nAccuracy % [95% Wilson interval] of the lowest seed; spread across seeds in summary.json.")
+    notes.append("\nAccuracy % [95% Wilson interval] of the lowest seed; spread across seeds below and in summary.json.")
     text = comparison_report(first, cfg.title, notes)
-    summary = {name: {"per_category": summarize(records), "across_seeds": seed_spread(seeds[name]),
+    spreads = {name: seed_spread(per_seed) for name, per_seed in seeds.items()}
+    if table := seed_table(spreads):
+        text += "\n\nAcross seeds (entries every seed finished):\n\n" + table + "\n"
+    summary = {name: {"per_category": summarize(records), "across_seeds": spreads[name],
                       "samples_per_step": samples_per_step(metas[name])} for name, records in first.items()}  # fmt: skip
     plot_categories({name: s["per_category"] for name, s in summary.items()}, out_dir / "categories.png")
     by_n: dict[int, list[str]] = {}

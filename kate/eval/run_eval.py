@@ -7,7 +7,6 @@ model; records are written entry by entry, and a rerun of the same command resum
 
 from __future__ import annotations
 
-import statistics
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -19,7 +18,7 @@ from kate.bfcl.checkers import SCORING_MODEL
 from kate.bfcl.data import BFCL_VERSION, BFCLEntry, data_sha256, load_entries
 from kate.eval.bfcl_runner import RetrieveFactory, run_entries
 from kate.eval.prompts import resolve_system_prompt
-from kate.eval.report import markdown_table, plot_categories, summarize
+from kate.eval.report import markdown_table, plot_categories, seed_spread, summarize
 from kate.eval.run_store import RunStore
 from kate.io import atomic_write_json, atomic_write_text
 from kate.llm.base import ChatModel
@@ -101,17 +100,6 @@ def run_arm(
             desc=f"{name} seed {seed}",
         )  # fmt: skip
     return results
-
-
-def seed_spread(per_seed: dict[int, list[dict]]) -> dict[str, dict[str, float]]:
-    """Per category: mean and standard deviation of accuracy across seeds."""
-    summaries = [summarize(records) for records in per_seed.values()]
-    spread = {}
-    for category in sorted({c for s in summaries for c in s}):
-        values = [s[category]["accuracy"] for s in summaries if category in s]
-        spread[category] = {"mean": statistics.fmean(values), "std": statistics.stdev(values) if len(values) > 1 else 0.0,
-                            "seeds": len(values)}  # fmt: skip
-    return spread
 
 
 def write_arm_summary(name: str, per_seed: dict[int, list[dict]], out_dir: str | Path) -> dict[str, Any]:
