@@ -25,9 +25,9 @@ from omegaconf import OmegaConf  # noqa: E402
 from kate.bfcl.data import SINGLE_TURN, load_entries  # noqa: E402
 from kate.eval.knowledge_arm import build_retrieve_factory  # noqa: E402
 from kate.eval.main_job import comparison_report  # noqa: E402
+from kate.eval.bfcl_runner import run_entries  # noqa: E402
 from kate.eval.prompts import resolve_system_prompt  # noqa: E402
 from kate.eval.report import plot_categories, seed_spread, seed_table, summarize  # noqa: E402
-from kate.eval.run_eval import run_arm  # noqa: E402
 from kate.eval.run_store import load_run  # noqa: E402
 from kate.io import atomic_write_json, atomic_write_text  # noqa: E402
 
@@ -44,17 +44,24 @@ def retrieval(name: str, **overrides) -> dict:
 
 
 ST = {"single_turn": retrieval("single_turn"), "multi_turn": retrieval("multi_turn")}
+# Width arms name their vote: st_w8 ran with plain majority (the default then); "v" arms use the
+# schema-valid vote (kate's default now: candidates whose calls fit the tools' schemas first).
 # ES / SIC / TIC were written for the multi-turn training halves only.
 ARMS = {
     "direct": ("greedy", {}, None),
     "st": ("greedy", {}, ST),
-    "st_w8": ("width", {"n": 8}, ST),
-    "w8": ("width", {"n": 8}, None),
+    "st_w8": ("width", {"n": 8, "aggregate": "majority"}, ST),
+    "st_w8v": ("width", {"n": 8, "aggregate": "valid_majority"}, ST),
+    "w8v": ("width", {"n": 8, "aggregate": "valid_majority"}, None),
     "es": ("greedy", {}, {"multi_turn": retrieval("multi_turn_es")}),
     "sic": ("greedy", {}, {"multi_turn": retrieval("intent_sic")}),
     "tic": ("greedy", {}, {"multi_turn": retrieval("intent_tic")}),
 }
 MULTI_ONLY = {"es", "sic", "tic"}
+# Single-turn records of these arms are the source arm's stored samples voted again with the arm's
+# rule (kate.eval.revote: exactly what a live run would choose from the same request); their
+# multi-turn dialogues run live, since another choice changes every later step.
+REVOTED_FROM = {"st_w8v": "st_w8"}
 
 
 def sampler_of(kind: str, overrides: dict):
@@ -98,6 +105,40 @@ def report() -> None:
     print(f"wrote {RESULTS / 'bfcl_report.md'}")
 
 
+def prepare_arm(model, arm: str, single: int, multi: int, seed: int, max_steps: int):
+    """(sampler, retrieval factory, result store, entries) of one arm and seed; the store is
+    first filled with the re-voted single-turn records of REVOTED_FROM's source, when it has them."""
+    from kate.eval.run_eval import open_arm_store
+
+    kind, overrides, knowledge = ARMS[arm]
+    sampler = sampler_of(kind, overrides)
+    factory, described = build_retrieve_factory(knowledge, intent_model=model) if knowledge else (None, None)
+    entries = entries_for(arm, single, multi)
+    store = open_arm_store(arm, model, sampler, entries, RUNS / arm / f"seed_{seed}", seed=seed,
+                           config={"arm": arm, "single": single, "multi": multi, "sampling": [kind, overrides],
+                                   "knowledge": knowledge},
+                           knowledge_manifest=described, max_steps=max_steps,
+                           system_prompt=resolve_system_prompt("kate"))  # fmt: skip
+    if arm in REVOTED_FROM:
+        revote_into(store, REVOTED_FROM[arm], entries, seed, overrides["aggregate"])
+    return sampler, factory, store, entries
+
+
+def revote_into(store, source: str, entries, seed: int, rule: str) -> None:
+    from kate.eval.revote import revote_record
+
+    folder = RUNS / source / f"seed_{seed}"
+    if not folder.exists():
+        return
+    wanted, done = {e.id: e for e in entries if not e.is_multi_turn}, store.done_ids()
+    added = 0
+    for record in load_run(folder)[1]:
+        if record["id"] in wanted and record["id"] not in done:
+            store.append({**revote_record(wanted[record["id"]], record, rule), "revoted_from": f"{source}/seed_{seed}"})
+            added += 1
+    print(f"{store.folder.relative_to(ROOT)}: {added} single-turn records re-voted ({rule}) from {folder.relative_to(ROOT)}")
+
+
 def run_interleaved(model, arms: list[str], single: int, multi: int, seed: int, max_steps: int,
                     multi_first: bool = False) -> None:
     """Entry by entry across the arms (single-turn first, then multi-turn, or the other way round),
@@ -106,18 +147,10 @@ def run_interleaved(model, arms: list[str], single: int, multi: int, seed: int, 
     from tqdm import tqdm
 
     from kate.eval.bfcl_runner import run_entry
-    from kate.eval.run_eval import open_arm_store
 
     system_prompt, prepared, order = resolve_system_prompt("kate"), [], {}
     for arm in arms:
-        kind, overrides, knowledge = ARMS[arm]
-        sampler = sampler_of(kind, overrides)
-        factory, described = build_retrieve_factory(knowledge, intent_model=model) if knowledge else (None, None)
-        entries = entries_for(arm, single, multi)
-        store = open_arm_store(arm, model, sampler, entries, RUNS / arm / f"seed_{seed}", seed=seed,
-                               config={"arm": arm, "single": single, "multi": multi, "sampling": [kind, overrides],
-                                       "knowledge": knowledge},
-                               knowledge_manifest=described, max_steps=max_steps, system_prompt=system_prompt)  # fmt: skip
+        sampler, factory, store, entries = prepare_arm(model, arm, single, multi, seed, max_steps)
         prepared.append((arm, sampler, factory, store, {e.id for e in entries}, store.done_ids()))
         order.update({e.id: e for e in entries})
     entries = sorted(order.values(), key=lambda e: e.is_multi_turn != multi_first)  # stable within each kind
@@ -164,14 +197,12 @@ def main() -> None:
             run_interleaved(model, args.arms.split(","), args.single, args.multi, seeds[0], args.max_steps,
                             args.multi_first)
         for arm in [] if args.interleave else args.arms.split(","):
-            kind, overrides, knowledge = ARMS[arm]
-            factory, described = build_retrieve_factory(knowledge, intent_model=model) if knowledge else (None, None)
-            run_arm(arm, model, sampler_of(kind, overrides), entries_for(arm, args.single, args.multi), RUNS / arm,
-                    seeds=seeds if kind == "width" else seeds[:1], config={"arm": arm, "single": args.single,
-                    "multi": args.multi, "sampling": [kind, overrides], "knowledge": knowledge},
-                    retrieve_factory=factory, knowledge_manifest=described, max_steps=args.max_steps,
-                    system_prompt=resolve_system_prompt("kate"))  # fmt: skip
-            report()
+            for seed in seeds if ARMS[arm][0] == "width" else seeds[:1]:
+                sampler, factory, store, entries = prepare_arm(model, arm, args.single, args.multi, seed, args.max_steps)
+                run_entries(entries, model, sampler, store, seed=seed, retrieve_factory=factory,
+                            max_steps=args.max_steps, system_prompt=resolve_system_prompt("kate"),
+                            desc=f"{arm} seed {seed}")  # fmt: skip
+                report()
     report()
 
 

@@ -328,7 +328,7 @@ def test_width_sampler_makes_one_request_with_n_per_step():
     assert len(model.requests) == 2 and all(r["n"] == 4 and r["temperature"] == 1.0 for r in model.requests)
     assert result.calls == [ToolCall("add", {"a": 1, "b": 2})] and result.answer == "3"
     vote = result.steps[0].vote
-    assert vote["method"] == "majority" and vote["chosen"]["votes"] == 2 and vote["margin"] == pytest.approx(0.25)
+    assert vote["method"] == "valid_majority" and vote["chosen"]["votes"] == 2 and vote["margin"] == pytest.approx(0.25)
     assert vote["n_failed"] == 1
     assert result.steps[0].usage.completion_tokens == sum(len(o) for o in outputs)
 

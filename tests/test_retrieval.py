@@ -124,7 +124,7 @@ def test_tool_filter_checks_parameters_and_value_types_not_only_names():
 
 
 def test_expressible_calls():
-    from kate.retrieval.expressible import calls_expressible, schemas_by_name
+    from kate.toolcall.expressible import calls_expressible, schemas_by_name
 
     tools = schemas_by_name(_solar_tools("integer") + ["bare_name"])
     call = {"name": "solarFarm.potential", "arguments": {"coordinates": [1, 2.5], "panelArea": 3, "month": "May"}}

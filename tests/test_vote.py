@@ -163,7 +163,7 @@ def test_critic_makes_no_request_for_a_single_candidate():
 
 
 def test_registry():
-    assert set(AGGREGATORS) == {"majority", "critic"}
+    assert set(AGGREGATORS) == {"majority", "valid_majority", "critic"}
     vote = AGGREGATORS["majority"](None, [], None, [calls(ADD12)], max_tokens=8, seed=0)
     assert vote.chosen.calls == (ADD12,)
     assert Usage() == vote.usage
@@ -183,3 +183,26 @@ def test_one_call_mode_keeps_the_first_call_and_forgives_a_cut_tail():
     assert step.calls == () and step.parse_error
     width = WidthSampler(n=3, one_call=True).act(FakeChatModel([[run_on, run_on, "plain"]]), [{"role": "user", "content": "x"}], None)
     assert width.calls == (ToolCall("ls", {"a": True}),) and width.vote.chosen.votes == 2
+
+
+ADD_TOOL = {"type": "function", "function": {"name": "add", "parameters": {
+    "type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}, "required": ["a", "b"]}}}
+
+
+def test_schema_valid_vote_sets_aside_calls_the_tools_cannot_make():
+    wrong_type = ToolCall("add", {"a": "1", "b": 2})
+    unknown_parameter = ToolCall("add", {"a": 1, "b": 2, "c": 3})
+    samples = [calls(wrong_type), calls(wrong_type), calls(unknown_parameter), calls(MUL), calls(ADD12)]
+    assert majority_vote(samples).chosen.calls == (wrong_type,)
+    vote = AGGREGATORS["valid_majority"](None, [], [ADD_TOOL], samples)
+    assert vote.method == "valid_majority" and vote.chosen.calls == (ADD12,) and vote.chosen.valid
+    assert vote.margin == pytest.approx(-1 / 5)  # chosen over an invalid candidate with more votes
+    assert [c.valid for c in vote.candidates] == [True, False, False, False]
+    assert vote.to_dict()["chosen"]["valid"] is True
+
+
+def test_schema_valid_vote_prefers_no_call_to_an_invalid_call_and_falls_back_to_majority():
+    assert AGGREGATORS["valid_majority"](None, [], [ADD_TOOL], [calls(MUL), calls(MUL), answer()]).chosen.calls == ()
+    only_invalid = [calls(MUL), calls(MUL), calls(ToolCall("add", {"a": 1}))]
+    assert AGGREGATORS["valid_majority"](None, [], [ADD_TOOL], only_invalid).chosen.calls == (MUL,)
+    assert AGGREGATORS["valid_majority"](None, [], None, [calls(MUL), calls(MUL), calls(ADD12)]).chosen.calls == (MUL,)

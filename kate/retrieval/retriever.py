@@ -34,7 +34,7 @@ from kate.knowledge.entries import KnowledgeEntry, check_types
 from kate.knowledge.index import IndexSpec, search
 from kate.knowledge.store import MANIFEST, KnowledgeBase, check_embedding
 from kate.retrieval.config import RetrievalConfig
-from kate.retrieval.expressible import calls_expressible, schemas_by_name
+from kate.toolcall.expressible import calls_expressible, schemas_by_name
 
 
 @dataclass(frozen=True)

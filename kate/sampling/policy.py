@@ -83,14 +83,15 @@ class GreedySampler:
 
 @dataclass(frozen=True)
 class WidthSampler:
-    """``n`` samples from ONE request (``n=N``), aggregated by ``aggregate`` ("majority" | "critic").
+    """``n`` samples from ONE request (``n=N``), aggregated by ``aggregate``: "valid_majority"
+    (the most votes among the candidates that fit the tools' schemas), "majority" or "critic".
 
     Log-probabilities are requested so that vote ties break by sequence likelihood.
     """
 
     n: int = 8
     temperature: float = 1.0
-    aggregate: str = "majority"
+    aggregate: str = "valid_majority"
     max_tokens: int = 256
     logprobs: bool = True
     critic_max_tokens: int = 16

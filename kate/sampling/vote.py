@@ -4,6 +4,11 @@ A sample votes with the canonical form of its *whole* set of calls (``canonical_
 argument order never matters and parallel calls vote as a multiset. "No call" (a direct answer)
 is the empty key, a candidate like any other. Samples whose call could not be parsed form one
 "malformed" candidate that is never chosen unless every sample failed.
+
+The schema-valid vote (``"valid_majority"``) first sets aside candidates whose calls the offered
+tools cannot make (an unknown function or parameter, a required one missing, a value of the wrong
+type: ``kate.toolcall.expressible``); they win only when no candidate is valid. Such a call fails
+on execution and under BFCL's checkers whatever its votes, so it should never outvote one that fits.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from typing import Any
 
 from kate.llm.base import ChatModel, Completion, Message, ToolSchema, Usage
 from kate.toolcall import ToolCall, canonical_call_set
+from kate.toolcall.expressible import calls_expressible, schemas_by_name
 
 MALFORMED_KEY: tuple[str, ...] = ("<malformed>",)
 NO_CALL_TEXT = "no call: answer directly"
@@ -37,6 +43,7 @@ class Candidate:
     samples: tuple[int, ...]
     best_logprob: float | None = None
     malformed: bool = False
+    valid: bool | None = None  # fits the tools' schemas (None: not checked)
 
     @property
     def kind(self) -> str:
@@ -52,6 +59,7 @@ class Candidate:
             "votes": self.votes,
             "samples": list(self.samples),
             "best_logprob": logprob,
+            **({} if self.valid is None else {"valid": self.valid}),
         }
 
 
@@ -60,7 +68,8 @@ class Vote:
     """The outcome of aggregating ``n`` samples (recorded in the trajectory via ``to_dict``).
 
     ``margin`` = (chosen votes - runner-up votes) / n over choosable (non-malformed) candidates; 0
-    when every sample failed (``failed=True``, ``chosen`` is the malformed candidate, calls ``()``).
+    when every sample failed (``failed=True``, ``chosen`` is the malformed candidate, calls ``()``);
+    negative when the schema-valid vote chose a candidate over an invalid one with more votes.
     ``critic_fallback`` is set when a critic's reply could not be read and the majority choice stood.
     ``usage`` is the extra cost of aggregating (the critic's request), not of the samples.
     """
@@ -91,9 +100,9 @@ class Vote:
         }
 
 
-def _rank(candidate: Candidate) -> tuple[int, float, int]:
+def _rank(candidate: Candidate) -> tuple[bool, int, float, int]:
     logprob = candidate.best_logprob if candidate.best_logprob is not None else -math.inf
-    return (-candidate.votes, -logprob, candidate.samples[0])
+    return (candidate.valid is False, -candidate.votes, -logprob, candidate.samples[0])
 
 
 def _best_logprob(completions: Sequence[Completion], indices: list[int]) -> float | None:
@@ -101,9 +110,11 @@ def _best_logprob(completions: Sequence[Completion], indices: list[int]) -> floa
     return max(known) if known else None
 
 
-def majority_vote(completions: Sequence[Completion]) -> Vote:
+def majority_vote(completions: Sequence[Completion],
+                  valid: Callable[[tuple[ToolCall, ...]], bool] | None = None, method: str = "majority") -> Vote:
     """Most votes wins. Ties: the highest summed sequence log-probability (the max over the
-    candidate's samples; unknown counts as -inf), then the earliest sample index.
+    candidate's samples; unknown counts as -inf), then the earliest sample index. With ``valid``,
+    every candidate it accepts ranks before every candidate it rejects.
 
     ``candidates`` are sorted by that same order (the malformed one included); ``chosen`` is the
     first candidate that is not malformed, or the malformed one when every sample failed.
@@ -123,6 +134,7 @@ def majority_vote(completions: Sequence[Completion]) -> Vote:
                 samples=tuple(indices),
                 best_logprob=_best_logprob(completions, indices),
                 malformed=key == MALFORMED_KEY,
+                valid=None if valid is None or key == MALFORMED_KEY else valid(tuple(completions[indices[0]].tool_calls)),
             )
             for key, indices in groups.items()
         ),
@@ -132,9 +144,15 @@ def majority_vote(completions: Sequence[Completion]) -> Vote:
     n = len(completions)
     n_failed = len(groups.get(MALFORMED_KEY, []))
     if not choosable:
-        return Vote(candidates[0], tuple(candidates), 0.0, n, n_failed, "majority", failed=True)
+        return Vote(candidates[0], tuple(candidates), 0.0, n, n_failed, method, failed=True)
     runner_up = choosable[1].votes if len(choosable) > 1 else 0
-    return Vote(choosable[0], tuple(candidates), (choosable[0].votes - runner_up) / n, n, n_failed, "majority")
+    return Vote(choosable[0], tuple(candidates), (choosable[0].votes - runner_up) / n, n, n_failed, method)
+
+
+def schema_valid(tools: list[ToolSchema]) -> Callable[[tuple[ToolCall, ...]], bool]:
+    """Whether a candidate's calls fit ``tools``."""
+    schemas = schemas_by_name(tools)
+    return lambda calls: calls_expressible([call.to_dict() for call in calls], schemas)
 
 
 def render_candidate(candidate: Candidate) -> str:
@@ -195,4 +213,12 @@ def _majority(
 Aggregator = Callable[..., Vote]
 """``(model, messages, tools, completions, *, max_tokens, seed) -> Vote``."""
 
-AGGREGATORS: dict[str, Aggregator] = {"majority": _majority, "critic": critic_vote}
+def _valid_majority(
+    model: ChatModel, messages: list[Message], tools: list[ToolSchema] | None,
+    completions: Sequence[Completion], **_: Any,
+) -> Vote:
+    """Majority among the candidates that fit the tools (with no tools given, nothing to check)."""
+    return majority_vote(completions, schema_valid(tools) if tools else None, method="valid_majority")
+
+
+AGGREGATORS: dict[str, Aggregator] = {"majority": _majority, "valid_majority": _valid_majority, "critic": critic_vote}

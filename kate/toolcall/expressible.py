@@ -1,8 +1,9 @@
-"""Whether an example's calls are calls the current tools can make: the single-turn tool filter.
+"""Whether calls are calls the current tools can make: the knowledge base's single-turn tool
+filter (an example must be expressible) and the schema-valid vote (a sampled call must be).
 
 Single-turn entries each bring their own tools, and two BFCL entries may offer functions of the
 same name with different signatures (``solarFarm.potential`` takes ``panelArea`` as a float in one
-entry, an integer in another). An example is expressible when every call names a current tool,
+entry, an integer in another). Calls are expressible when every call names a current tool,
 uses only that tool's parameters, gives every required one, and gives each a value of the declared
 JSON / BFCL type. Tools given by name only are checked by name.
 """
