@@ -96,7 +96,11 @@ def report() -> None:
         return
     notes = ["Default model (Qwen2.5-Coder-0.5B-Instruct Q4_K_M, llama.cpp) on BFCL's test halves (odd indices), "
              "first n entries of each category in index order; official checkers; seed 0 shown, spread across "
-             "seeds below and in bfcl_<arm>.json. Partial runs are reported as far as they went (see entries_done)."]  # fmt: skip
+             "seeds below and in bfcl_<arm>.json. Partial runs are reported as far as they went (see entries_done).",
+             "Width arms: st_w8 votes by plain majority; st_w8v and w8v by the schema-valid majority (calls that fit "
+             "the tools' schemas first). st_w8v's single-turn records are st_w8's own samples voted again with that "
+             "rule (the same requests: a single-turn vote never changes what is sampled); its multi-turn dialogues "
+             "ran live."]  # fmt: skip
     text = comparison_report(runs, "BFCL-V3, kate arms", notes)
     if table := seed_table(spreads):
         text += "\n\nAcross seeds (entries every seed finished):\n\n" + table + "\n"
