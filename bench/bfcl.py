@@ -140,7 +140,8 @@ def revote_into(store, source: str, entries, seed: int, rule: str) -> None:
         if record["id"] in wanted and record["id"] not in done:
             store.append({**revote_record(wanted[record["id"]], record, rule), "revoted_from": f"{source}/seed_{seed}"})
             added += 1
-    print(f"{store.folder.relative_to(ROOT)}: {added} single-turn records re-voted ({rule}) from {folder.relative_to(ROOT)}")
+    print(f"{store.folder.relative_to(ROOT)}: {added} single-turn records re-voted ({rule}) "
+          f"from {folder.relative_to(ROOT)}")
 
 
 def run_interleaved(model, arms: list[str], single: int, multi: int, seed: int, max_steps: int,

@@ -7,7 +7,7 @@ import json
 from hydra import compose, initialize_config_dir
 
 from kate.cli import CONF_DIR
-from kate.eval.report import seed_spread
+from kate.eval.report import paired_difference, seed_spread
 from kate.eval.report_cmd import run_report, samples_per_step
 from kate.eval.run_store import RunStore
 
@@ -54,3 +54,14 @@ def test_seed_spread_compares_seeds_on_the_entries_all_of_them_finished():
     assert spread["per_seed"] == {0: 0.5, 1: 0.0}
     assert spread["turn_fraction"]["per_seed"] == {0: 0.75, 1: 0.25}
     assert spread["turn_fraction"]["mean"] == 0.5
+
+
+def test_paired_turns_counts_dialogues_better_and_worse():
+    def rec(i, turns):
+        return {"id": f"multi_turn_base_{i}", "category": "multi_turn_base", "valid": False, "turn_fraction": turns}
+
+    a = [rec(1, 0.0), rec(3, 0.5), rec(5, 0.25), rec(7, 0.0)]
+    b = [rec(1, 0.5), rec(3, 0.25), rec(5, 0.25), rec(7, 0.25)]
+    turns = paired_difference(a, b)["turns"]["multi_turn_base"]
+    assert (turns["n"], turns["better"], turns["worse"]) == (4, 2, 1)
+    assert turns["mean_diff"] == 0.125 and turns["ci95"][0] < 0.125 < turns["ci95"][1]

@@ -33,6 +33,11 @@ def comparison_report(runs: dict[str, list[dict]], title: str, notes: list[str])
             lines += [f"- {c}: +{row['fixed']} / -{row['broken']} of {row['n']}" for c, row in sorted(diff["per_category"].items())]
             if diff["broken"]:
                 lines.append(f"- broken: {', '.join(diff['broken'])}")
+            for category, row in diff["turns"].items():
+                low, high = row["ci95"]
+                lines.append(f"- {category} turns passed: better in {row['better']}, worse in {row['worse']} of "
+                             f"{row['n']} dialogues; mean paired difference {100 * row['mean_diff']:+.1f} points "
+                             f"[{100 * low:+.1f}, {100 * high:+.1f}]")  # fmt: skip
             lines.append("")
     return "\n".join(lines)
 

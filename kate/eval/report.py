@@ -101,7 +101,27 @@ def paired_difference(a: list[dict], b: list[dict]) -> dict[str, Any]:
         row["n"] += 1
         row["fixed"] += r["id"] in fixed
         row["broken"] += r["id"] in broken
-    return {"n_common": len(common), "fixed": fixed, "broken": broken, "per_category": dict(per_category)}
+    turns = paired_turns([(by_id_a[r["id"]], r) for r in common])
+    return {"n_common": len(common), "fixed": fixed, "broken": broken, "per_category": dict(per_category),
+            "turns": turns}
+
+
+def paired_turns(pairs: list[tuple[dict, dict]], z: float = 1.96) -> dict[str, dict[str, Any]]:
+    """Per multi-turn category, the turns-passed fraction of B minus A dialogue by dialogue: how many
+    dialogues went better / worse, the mean difference and its 95% interval (normal approximation
+    over the paired differences). A 0.5B model passes few whole dialogues, so this is where a
+    difference shows first."""
+    by_category: dict[str, list[float]] = defaultdict(list)
+    for a, b in pairs:
+        if "turn_fraction" in a and "turn_fraction" in b:
+            by_category[b["category"]].append(b["turn_fraction"] - a["turn_fraction"])
+    out = {}
+    for category, diffs in sorted(by_category.items()):
+        mean = statistics.fmean(diffs)
+        half = z * statistics.stdev(diffs) / math.sqrt(len(diffs)) if len(diffs) > 1 else 0.0
+        out[category] = {"n": len(diffs), "better": sum(d > 0 for d in diffs), "worse": sum(d < 0 for d in diffs),
+                         "mean_diff": mean, "ci95": [mean - half, mean + half]}  # fmt: skip
+    return out
 
 
 def seed_spread(per_seed: dict[int, list[dict[str, Any]]]) -> dict[str, dict[str, Any]]:

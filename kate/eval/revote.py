@@ -33,7 +33,7 @@ def stored_samples(record: dict[str, Any]) -> list[Completion]:
         for rank, index in enumerate(candidate["samples"]):
             known = rank == 0 and candidate.get("best_logprob") is not None
             samples[index] = Completion(
-                text=outputs[index], tool_calls=calls, parse_error="malformed call (stored vote)" if malformed else None,
+                text=outputs[index], tool_calls=calls, parse_error="malformed (stored vote)" if malformed else None,
                 logprobs=(TokenLogprob("", candidate["best_logprob"]),) if known else None,
             )  # fmt: skip
     if any(s is None for s in samples):

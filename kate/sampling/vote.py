@@ -134,7 +134,7 @@ def majority_vote(completions: Sequence[Completion],
                 samples=tuple(indices),
                 best_logprob=_best_logprob(completions, indices),
                 malformed=key == MALFORMED_KEY,
-                valid=None if valid is None or key == MALFORMED_KEY else valid(tuple(completions[indices[0]].tool_calls)),
+                valid=None if valid is None or key == MALFORMED_KEY else valid(completions[indices[0]].tool_calls),
             )
             for key, indices in groups.items()
         ),
