@@ -1,12 +1,15 @@
-"""BFCL-V3 benchmark of the default model on KATE's test halves: direct, ST, ST + width N=8, and
-(smaller n) ES, SIC, TIC and width alone. Resumable: rerun the same command after a crash or in a
-later session; finished entries are kept. Writes bench/results/bfcl_<arm>.json per arm and
-bench/results/bfcl_report.md (+ bfcl_categories.png) over what has run so far.
+"""BFCL-V3 benchmark of the default model on KATE's test halves: direct, ST, ST + width N=8 (plain
+majority, and the schema-valid vote), and (smaller n) ES, SIC, TIC and width alone. Resumable: rerun
+the same command after a crash or in a later session; finished entries are kept. Writes
+bench/results/bfcl_<arm>.json per arm and bench/results/bfcl_report.md (+ bfcl_categories.png) over
+what has run so far. What ran, in this order:
 
-    .venv/bin/python bench/bfcl.py --arms direct,st,st_w8 --single 50 --multi 30
-    .venv/bin/python bench/bfcl.py --arms direct,st,st_w8 --single 8 --multi 30 --interleave   # what ran
-    .venv/bin/python bench/bfcl.py --arms es,sic,tic,w8 --single 8 --multi 10 --interleave --multi-first
-    .venv/bin/python bench/bfcl.py --arms st_w8 --seeds 1,2 --single 0 --multi 10          # seeds for the width arm
+    .venv/bin/python bench/bfcl.py --arms direct,st,st_w8 --single 8 --multi 30 --interleave
+    .venv/bin/python bench/bfcl.py --arms es,sic,tic,w8v --single 4 --multi 8 --interleave --multi-first
+    .venv/bin/python bench/bfcl.py --arms st_w8v --single 8 --multi 30
+
+Seeds for a width arm: --seeds 0,1,2 (each seed its own folder). Reports and re-scoring:
+
     .venv/bin/python bench/bfcl.py --report-only
     .venv/bin/python bench/bfcl.py --rescore       # after a checker fix: re-score stored records, then report
 """
@@ -86,7 +89,8 @@ def report() -> None:
         atomic_write_json(RESULTS / f"bfcl_{arm}.json", {
             "arm": arm, "model": meta["model"], "sampler": meta["sampler"], "bfcl_eval": meta["bfcl_eval"],
             "data_sha256": meta["data_sha256"], "scoring_model": meta["scoring_model"],
-            "knowledge": meta["knowledge"], "seeds": sorted(per_seed), "entries_planned": {s: len(load_run(f)[0]["entries"]) for s, f in zip(per_seed, folders)},
+            "knowledge": meta["knowledge"], "seeds": sorted(per_seed),
+            "entries_planned": {s: len(load_run(f)[0]["entries"]) for s, f in zip(per_seed, folders)},
             "entries_done": {s: len(r) for s, r in per_seed.items()},
             "per_category": summarize(per_seed[min(per_seed)]), "across_seeds": spreads[arm],
         })  # fmt: skip
