@@ -92,10 +92,10 @@ def main() -> None:
     items = questions(args.questions)
     arms = {
         "greedy": GreedySampler(max_tokens=96),
-        "N=1": WidthSampler(n=1, max_tokens=96),
-        "N=4": WidthSampler(n=4, max_tokens=96),
-        "N=8": WidthSampler(n=8, max_tokens=96),
-        "N=16": WidthSampler(n=16, max_tokens=96),
+        "N=1": WidthSampler(n=1, aggregate="majority", max_tokens=96),
+        "N=4": WidthSampler(n=4, aggregate="majority", max_tokens=96),
+        "N=8": WidthSampler(n=8, aggregate="majority", max_tokens=96),
+        "N=16": WidthSampler(n=16, aggregate="majority", max_tokens=96),
         "N=8 critic": WidthSampler(n=8, aggregate="critic", max_tokens=96),
     }
     model.chat([{"role": "user", "content": "warm up"}], tools, max_tokens=4)
