@@ -84,13 +84,14 @@ def report() -> None:
         folders = sorted((RUNS / arm).glob("seed_*")) if (RUNS / arm).exists() else []
         if not folders:
             continue
-        per_seed = {int(f.name.split("_")[1]): load_run(f)[1] for f in folders}
-        meta, spreads[arm] = load_run(folders[0])[0], seed_spread(per_seed)
+        loaded = {int(f.name.split("_")[1]): load_run(f) for f in folders}  # seed -> (meta, records), read once
+        per_seed = {s: records for s, (_, records) in loaded.items()}
+        meta, spreads[arm] = loaded[min(loaded)][0], seed_spread(per_seed)
         atomic_write_json(RESULTS / f"bfcl_{arm}.json", {
             "arm": arm, "model": meta["model"], "sampler": meta["sampler"], "bfcl_eval": meta["bfcl_eval"],
             "data_sha256": meta["data_sha256"], "scoring_model": meta["scoring_model"],
             "knowledge": meta["knowledge"], "seeds": sorted(per_seed),
-            "entries_planned": {s: len(load_run(f)[0]["entries"]) for s, f in zip(per_seed, folders)},
+            "entries_planned": {s: len(m["entries"]) for s, (m, _) in loaded.items()},
             "entries_done": {s: len(r) for s, r in per_seed.items()},
             "per_category": summarize(per_seed[min(per_seed)]), "across_seeds": spreads[arm],
         })  # fmt: skip

@@ -65,3 +65,10 @@ def test_paired_turns_counts_dialogues_better_and_worse():
     turns = paired_difference(a, b)["turns"]["multi_turn_base"]
     assert (turns["n"], turns["better"], turns["worse"]) == (4, 2, 1)
     assert turns["mean_diff"] == 0.125 and turns["ci95"][0] < 0.125 < turns["ci95"][1]
+
+
+def test_wilson_bounds_are_exact_at_none_and_all_correct():
+    from kate.eval.report import wilson
+
+    for n in range(1, 60):
+        assert wilson(0, n)[0] == 0.0 and wilson(n, n)[1] == 1.0
