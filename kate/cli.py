@@ -19,7 +19,7 @@ SUBCOMMANDS: dict[str, tuple[str, str, str]] = {
     "main": ("main", "kate.eval.main_job:run_main", "the main job: KATE vs direct on a fixed BFCL slice, with report"),
     "eval": ("eval", "kate.eval.run_eval:run_eval", "one arm on BFCL-V3 categories, resumable, one folder per seed"),
     "report": ("report", "kate.eval.report_cmd:run_report", "compare result folders: table, fixed/broken, plots"),
-    "kb": ("kb", "kate.knowledge.command:run_kb", "build | query | inspect a knowledge base"),
+    "kb": ("kb", "kate.kb_cmd:run_kb", "build | query | inspect a knowledge base"),
     "appworld": ("appworld", "kate.appworld.runner:run_appworld", "code-action loop on AppWorld or its stand-in"),
     "models": ("models", "kate.models_cmd:run_models", "list | install | verify [NAME ...] offline model files"),
 }

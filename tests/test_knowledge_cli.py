@@ -12,7 +12,7 @@ from hydra.utils import instantiate
 
 from kate.cli import CONF_DIR
 from kate.knowledge.build import BuildSpec
-from kate.knowledge.command import run_kb
+from kate.kb_cmd import run_kb
 from kate.knowledge.trajectory import Trajectory, TrajectoryTurn, write_trajectories
 from kate.retrieval import RetrievalConfig
 from kate.toolcall import ToolCall

@@ -16,7 +16,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from kate.agent.trajectory_io import append_jsonl, read_jsonl
+from kate.io import append_jsonl, read_jsonl
 from kate.llm.base import ChatModel, Message
 
 
