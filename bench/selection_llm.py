@@ -1,12 +1,12 @@
 """The model in the loop, on the training halves only: does injected ST knowledge help or hurt?
 
-Same folds as ``kate.retrieval.selection`` (knowledge: train index % 4 == 0; questions: train
+Same folds as ``bench/selection.py`` (knowledge: train index % 4 == 0; questions: train
 index % 4 == 2). Only questions that receive knowledge under an arm can change, so each arm runs
 the model on exactly those, beside the direct answer, greedy, scored by BFCL's official checker.
 Per arm and category: how many received knowledge, and of those how many the knowledge fixed and
 broke.
 
-    .venv/bin/python -m kate.retrieval.selection_llm --categories simple_python multiple live_simple
+    .venv/bin/python bench/selection_llm.py --categories simple_python multiple live_simple
 """
 
 from __future__ import annotations
@@ -18,18 +18,23 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from kate.agent.trajectory_io import append_jsonl
-from kate.bfcl.data import load_entries
-from kate.io import atomic_write_json
-from kate.knowledge.bfcl_source import bfcl_trajectories
-from kate.knowledge.embedder import Embedder
-from kate.knowledge.st import st_entries
-from kate.knowledge.store import KnowledgeBase
-from kate.retrieval.config import RetrievalConfig
-from kate.retrieval.hook import make_retrieve_hook
-from kate.retrieval.retriever import Retriever
-from kate.retrieval.selection import folds
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from kate.bfcl.data import SINGLE_TURN, load_entries  # noqa: E402
+from kate.eval.bfcl_runner import run_single_turn  # noqa: E402
+from kate.io import append_jsonl, atomic_write_json  # noqa: E402
+from kate.knowledge.bfcl_source import bfcl_trajectories  # noqa: E402
+from kate.knowledge.embedder import Embedder  # noqa: E402
+from kate.knowledge.st import st_entries  # noqa: E402
+from kate.knowledge.store import KnowledgeBase  # noqa: E402
+from kate.retrieval.config import RetrievalConfig  # noqa: E402
+from kate.retrieval.hook import make_retrieve_hook  # noqa: E402
+from kate.retrieval.retriever import Retriever  # noqa: E402
+from kate.sampling import GreedySampler  # noqa: E402
+
+from selection import folds  # noqa: E402  (bench/selection.py, beside this file)
+
+OUT = Path(__file__).resolve().parents[1] / "knowledge_bases" / "selection_llm.json"
 FILTERED = dict(filter_api_classes=True, filter_tools=True, include_no_call=False)
 ARMS = {
     "kate": (dict(filter_api_classes=False), {"preset": "kate"}),
@@ -51,9 +56,6 @@ DESCRIPTION = {
 
 def run(categories: list[str], limit: int | None, model, arms: list[str], records_path: Path,
         max_tokens: int = 256) -> dict[str, Any]:
-    from kate.eval.bfcl_runner import run_single_turn
-    from kate.sampling import GreedySampler
-
     embedder = Embedder()
     single = bfcl_trajectories(categories=[c for c in load_categories()], split="train", execute=False)
     fold_a, _ = folds(single)
@@ -94,8 +96,6 @@ def run(categories: list[str], limit: int | None, model, arms: list[str], record
 
 
 def load_categories() -> list[str]:
-    from kate.bfcl.data import SINGLE_TURN
-
     return [c for c in SINGLE_TURN if c != "live_relevance"]
 
 
@@ -108,7 +108,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--limit", type=int, default=None, help="fold-B questions per category")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--arms", nargs="+", default=list(ARMS), choices=list(ARMS))
-    parser.add_argument("--out", default="knowledge_bases/selection_llm.json")
+    parser.add_argument("--out", default=str(OUT))
     args = parser.parse_args(argv)
     model = LlamaCppChatModel(DEFAULT_AGENT_MODEL, n_ctx=8192, max_parallel=1, n_threads=args.threads)
     result = run(args.categories, args.limit, model, args.arms, Path(args.out).with_suffix(".records.jsonl"))

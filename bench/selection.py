@@ -12,7 +12,7 @@ truth, a proxy for "helps rather than misleads":
   in MISSION.md section 6);
 * coverage: questions with at least one hit; clean: questions whose hits are all relevant.
 
-    .venv/bin/python -m kate.retrieval.selection     # writes knowledge_bases/selection.json
+    .venv/bin/python bench/selection.py     # writes knowledge_bases/selection.json
 """
 
 from __future__ import annotations
@@ -27,15 +27,19 @@ from typing import Any
 
 import numpy as np
 
-from kate.bfcl.data import CATEGORIES, MULTI_TURN
-from kate.io import atomic_write_json
-from kate.knowledge.bfcl_source import bfcl_trajectories
-from kate.knowledge.embedder import Embedder
-from kate.knowledge.st import st_entries
-from kate.knowledge.store import KnowledgeBase
-from kate.knowledge.trajectory import Trajectory
-from kate.retrieval.config import RetrievalConfig
-from kate.retrieval.retriever import Retriever
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from kate.bfcl.data import CATEGORIES, MULTI_TURN  # noqa: E402
+from kate.io import atomic_write_json  # noqa: E402
+from kate.knowledge.bfcl_source import bfcl_trajectories  # noqa: E402
+from kate.knowledge.embedder import Embedder  # noqa: E402
+from kate.knowledge.st import st_entries  # noqa: E402
+from kate.knowledge.store import KnowledgeBase  # noqa: E402
+from kate.knowledge.trajectory import Trajectory  # noqa: E402
+from kate.retrieval.config import RetrievalConfig  # noqa: E402
+from kate.retrieval.retriever import Retriever  # noqa: E402
+
+OUT = Path(__file__).resolve().parents[1] / "knowledge_bases" / "selection.json"
 
 THRESHOLDS = (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
 SINGLE_SETTINGS = {
@@ -157,7 +161,7 @@ def table(result: dict[str, Any]) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--out", default="knowledge_bases/selection.json")
+    parser.add_argument("--out", default=str(OUT))
     args = parser.parse_args(argv)
     result = run()
     atomic_write_json(Path(args.out), result)
