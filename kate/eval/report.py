@@ -177,12 +177,17 @@ def _pct(x: float) -> str:
 
 
 def markdown_table(runs: dict[str, dict[str, dict[str, Any]]]) -> str:
-    """``runs``: run name -> summarize() output. One row per category, one column per run."""
+    """``runs``: run name -> summarize() output. One row per category, one column per run.
+
+    Each cell's figures are over that run's own entries. Where every run of a row has the same n,
+    the ``n`` column gives it; where runs ran different numbers of entries of the category, the
+    ``n`` column says ``per cell`` and every cell ends with its own ``(n=k)``."""
     names = list(runs)
     categories = sorted({c for s in runs.values() for c in s}, key=lambda c: (c in MULTI_TURN, c))
     lines = ["| category | n | " + " | ".join(names) + " |", "|---|---|" + "---|" * len(names)]
     for category in categories:
-        n = max(s[category]["n"] for s in runs.values() if category in s)
+        ns = {s[category]["n"] for s in runs.values() if category in s}
+        mixed = len(ns) > 1
         cells = []
         for name in names:
             item = runs[name].get(category)
@@ -193,8 +198,10 @@ def markdown_table(runs: dict[str, dict[str, dict[str, Any]]]) -> str:
             cell = f"{_pct(item['accuracy'])} [{_pct(low)}, {_pct(high)}]"
             if "turn_fraction" in item:
                 cell += f"; turns {_pct(item['turn_fraction'])}"
+            if mixed:
+                cell += f" (n={item['n']})"
             cells.append(cell)
-        lines.append(f"| {category} | {n} | " + " | ".join(cells) + " |")
+        lines.append(f"| {category} | {'per cell' if mixed else ns.pop()} | " + " | ".join(cells) + " |")
     for group in V3_GROUPS:
         cells = []
         for name in names:
@@ -202,6 +209,39 @@ def markdown_table(runs: dict[str, dict[str, dict[str, Any]]]) -> str:
             cells.append(f"{_pct(g['accuracy'])} ({g['categories']})" if g else "-")
         if any(c != "-" for c in cells):
             lines.append(f"| **{group}** (mean of categories run) | | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def paired_lines(base: str, other: str, diff: dict[str, Any], n_base: int, n_other: int) -> list[str]:
+    """Markdown lines of one paired_difference(): every count says on how many common entries
+    (or dialogues) it is computed, next to how many each run has."""
+    lines = [f"**{other} vs {base}** on {diff['n_common']} common entries: {len(diff['fixed'])} fixed, "
+             f"{len(diff['broken'])} broken. ({other} ran {n_other} entries, {base} {n_base}.)"]  # fmt: skip
+    lines += [f"- {c}: +{row['fixed']} / -{row['broken']} of {row['n']} common"
+              for c, row in sorted(diff["per_category"].items())]  # fmt: skip
+    if diff["broken"]:
+        lines.append(f"- broken: {', '.join(diff['broken'])}")
+    for category, row in diff["turns"].items():
+        low, high = row["ci95"]
+        lines.append(f"- {category} turns passed: better in {row['better']}, worse in {row['worse']} of "
+                     f"{row['n']} common dialogues; mean paired difference {100 * row['mean_diff']:+.1f} points "
+                     f"[{100 * low:+.1f}, {100 * high:+.1f}]")  # fmt: skip
+    return lines
+
+
+def comparison_report(runs: dict[str, list[dict]], title: str, notes: list[str]) -> str:
+    """Markdown: ``title``, ``notes``, the per-category table (each cell over that run's own
+    entries, see markdown_table) and every other run paired with the first one on the entries both
+    finished."""
+    names = list(runs)
+    summaries = {name: summarize(records) for name, records in runs.items()}
+    lines = [f"# {title}", "", *notes, "", markdown_table(summaries), ""]
+    if len(names) >= 2:
+        base = names[0]
+        for other in names[1:]:
+            diff = paired_difference(runs[base], runs[other])
+            lines += paired_lines(base, other, diff, len(runs[base]), len(runs[other]))
+            lines.append("")
     return "\n".join(lines)
 
 
