@@ -6,8 +6,11 @@ a footer. Item fields: ``{n}`` (1-based), ``{question}``, ``{calls}``, ``{summar
 
 * ``GUARDED`` (kate's default): examples are labelled as past examples from *other* tasks, not
   instructions; the model is told to call only the functions it has now and to take argument
-  values from the current request. MISSION.md section 6 measured a small model copying foreign
-  function names and argument values from unlabelled examples.
+  values from the current request. Unfiltered examples in the authors' wording hurt the 0.5B
+  model: on the training folds they fixed 3 and broke 39 of the 97 answers that received them
+  (``knowledge_bases/selection_llm.json``, arm ``kate``), and 39% of unfiltered hits use a
+  function the current tools do not offer (``knowledge_bases/selection.json``, K = 3, p = 0.5;
+  both described in ``knowledge_bases/README.md``).
 * ``GUARDED_RESTATED``: ``GUARDED`` whose footer restates the user's request after the examples.
 * ``KATE``: the authors' wording (review the related experiences; you need not follow them).
 """
