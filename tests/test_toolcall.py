@@ -114,6 +114,38 @@ class TestImmutability:
         assert call == ToolCall("f", {"a": [1, 2]})
 
 
+class TestFromDict:
+    def test_reads_what_to_dict_writes(self):
+        assert ToolCall.from_dict(F.to_dict()) == F
+        assert ToolCall.from_dict({"name": "f"}) == ToolCall("f", {})
+
+    def test_reads_an_openai_tool_call(self):
+        call = ToolCall.from_dict({"id": "c1", "type": "function", "function": {"name": "f", "arguments": '{"a": 1}'}})
+        assert call == F and call.call_id == "c1"
+        assert ToolCall.from_dict({"function": {"name": "f", "arguments": {"a": 1}}}) == F
+        assert ToolCall.from_dict({"function": {"name": "f", "arguments": ""}}) == ToolCall("f", {})
+        assert ToolCall.from_dict(to_openai_tool_calls([G])[0]) == G
+
+    @pytest.mark.parametrize(
+        "data, fragment",
+        [
+            ([1], "must be an object"),
+            ({"arguments": {}}, "needs a 'name'"),
+            ({"name": ""}, "non-empty string name"),
+            ({"name": "f", "arguments": [1]}, "must be an object"),
+            ({"name": "f", "arguments": '{"a": 1}'}, "must be an object"),  # JSON text only in the OpenAI shape
+            ({"function": "f"}, "'function' of a tool call must be an object"),
+            ({"function": {"name": "f", "arguments": "{a"}}, "not JSON"),
+            ({"function": {"name": "f", "arguments": []}}, "must be an object"),
+            ({"function": {"arguments": "{}"}}, "needs a 'name'"),
+            ({"id": 3, "function": {"name": "f"}}, "id must be a string"),
+        ],
+    )
+    def test_rejects_what_is_not_a_call(self, data, fragment):
+        with pytest.raises(ValueError, match=re.escape(fragment)):
+            ToolCall.from_dict(data)
+
+
 # --------------------------------------------------------------------------- readers
 
 QWEN_FENCE = (
@@ -462,6 +494,12 @@ def test_round_trip_python(calls):
     assert_calls(from_bfcl_strings(to_bfcl_strings(calls)), *calls)
     assert_calls(parse_model_output(to_python_call(calls), formats=("python",)), *calls)
 
+
+@settings(max_examples=150, deadline=None)
+@given(call=any_calls)
+def test_from_dict_inverts_to_dict_and_the_openai_writer(call):
+    assert ToolCall.from_dict(call.to_dict()) == call
+    assert ToolCall.from_dict(to_openai_tool_calls(call)[0]) == call
 
 @settings(max_examples=100, deadline=None)
 @given(calls=st.lists(any_calls, min_size=1, max_size=3))

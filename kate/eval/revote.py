@@ -28,7 +28,7 @@ def stored_samples(record: dict[str, Any]) -> list[Completion]:
         raise ValueError(f"record {record.get('id')!r} has no stored vote: only width records can be re-voted")
     samples: list[Completion | None] = [None] * len(outputs)
     for candidate in vote["candidates"]:
-        calls = tuple(ToolCall(c["name"], c["arguments"]) for c in candidate["calls"])
+        calls = tuple(ToolCall.from_dict(c) for c in candidate["calls"])
         malformed = candidate["kind"] == "malformed"
         for rank, index in enumerate(candidate["samples"]):
             known = rank == 0 and candidate.get("best_logprob") is not None

@@ -65,7 +65,7 @@ class KnowledgeEntry:
     @property
     def calls(self) -> list[ToolCall]:
         """The entry's ground-truth calls (ST/ES), as ToolCalls."""
-        return [ToolCall(c["name"], c.get("arguments", {})) for c in self.payload.get("calls", [])]
+        return [ToolCall.from_dict(c) for c in self.payload.get("calls", [])]
 
     @property
     def dedupe_key(self) -> str:

@@ -129,7 +129,7 @@ def _calls(raw: Any, where: str) -> tuple[ToolCall, ...]:
         if not isinstance(call, Mapping) or "name" not in call:
             raise TrajectoryFormatError(f"{where}: call {i} must be an object with a 'name'")
         try:
-            out.append(ToolCall(call["name"], call.get("arguments", {})))
+            out.append(ToolCall.from_dict(call))
         except ValueError as exc:
             raise TrajectoryFormatError(f"{where}: call {i}: {exc}") from None
     return tuple(out)

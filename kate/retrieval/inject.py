@@ -93,7 +93,7 @@ def _calls_text(calls: Sequence[Mapping[str, Any]], template: Template) -> str:
             masked = [{"name": c["name"], "arguments": {k: f"<{k}>" for k in c.get("arguments", {})}} for c in calls]
             return json.dumps(masked[0] if len(masked) == 1 else masked, ensure_ascii=False)
         return "; ".join(f"{c['name']}({', '.join(f'{k}=<{k}>' for k in c.get('arguments', {}))})" for c in calls)
-    parsed = [ToolCall(c["name"], c.get("arguments", {})) for c in calls]
+    parsed = [ToolCall.from_dict(c) for c in calls]
     if template.call_format == "json":
         return to_json_text(parsed)
     try:

@@ -104,6 +104,35 @@ class ToolCall:
         """``{"name": ..., "arguments": {...}}`` as plain JSON values."""
         return {"name": self.name, "arguments": to_json_value(self.arguments)}
 
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ToolCall:
+        """The inverse of ``to_dict``: ``{"name", "arguments"}``, no ``arguments`` meaning ``{}``.
+        Also reads an OpenAI tool call, ``{"id", "type", "function": {"name", "arguments"}}``, whose
+        arguments are JSON text (or already an object); its ``id`` becomes ``call_id``.
+        Anything else raises ValueError."""
+        if not isinstance(data, Mapping):
+            raise ValueError(f"a tool call must be an object, got {type(data).__name__}")
+        call_id = None
+        if "name" not in data and "function" in data:
+            call_id, data = data.get("id"), data["function"]
+            if not isinstance(data, Mapping):
+                raise ValueError(f"'function' of a tool call must be an object, got {type(data).__name__}")
+            arguments = data.get("arguments")
+            if arguments is None or (isinstance(arguments, str) and not arguments.strip()):
+                arguments = {}
+            elif isinstance(arguments, str):
+                try:
+                    arguments = json.loads(arguments)
+                except ValueError as exc:
+                    raise ValueError(f"arguments of {data.get('name')!r} are not JSON ({exc})") from None
+        else:
+            arguments = data.get("arguments", {})
+        if "name" not in data:
+            raise ValueError(f"a tool call needs a 'name', got keys {sorted(map(str, data))}")
+        if call_id is not None and not isinstance(call_id, str):
+            raise ValueError(f"a tool call id must be a string, got {call_id!r}")
+        return cls(data["name"], arguments, call_id=call_id)
+
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self.arguments.items())
         return f"ToolCall({self.name}({args}))"
