@@ -11,9 +11,9 @@ every result: it decides how the checker treats dotted names (kate keeps names a
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
+from kate.bfcl import backends
 from kate.bfcl.data import BFCLEntry, prepare_environment
 from kate.toolcall import ToolCall, to_bfcl, to_bfcl_strings
 
@@ -56,25 +56,14 @@ def _short(error: Any, limit: int = 500) -> Any:
     return text[:limit] if error is not None else None
 
 
-def _forget_instances(entry_id: str) -> None:
-    """bfcl-eval caches backend instances in module globals keyed by model and entry; a second
-    scoring of the same entry in one process must start from the initial state again."""
-    from bfcl_eval.eval_checker.multi_turn_eval import multi_turn_utils
-
-    # bfcl-eval names them f"{model}[_eval|_ground_truth_eval]_{entry}_{class}_instance" with [-./:] -> "_"
-    prefix, marker = re.sub(r"[-./:]", "_", _CHECKER_NAME), "_" + re.sub(r"[-./:]", "_", entry_id) + "_"
-    for name in [n for n in vars(multi_turn_utils) if n.startswith(prefix) and marker in n and n.endswith("_instance")]:
-        del vars(multi_turn_utils)[name]
-
-
 def _check_turns(entry: BFCLEntry, decoded: list[list[list[str]]], turns: int) -> dict[str, Any]:
     from bfcl_eval.eval_checker.multi_turn_eval.multi_turn_checker import multi_turn_checker
 
-    _forget_instances(entry.id)
+    backends.forget(_CHECKER_NAME, entry.id)  # a second scoring of the entry starts from the initial state
     try:
         return multi_turn_checker(decoded[:turns], entry.ground_truth[:turns], dict(entry.raw), entry.category, _CHECKER_NAME)
     finally:
-        _forget_instances(entry.id)
+        backends.forget(_CHECKER_NAME, entry.id)
 
 
 def _checker_strings(calls: list[ToolCall]) -> list[str]:

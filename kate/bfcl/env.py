@@ -7,15 +7,13 @@ by kate from the parsed call (``to_python_call``), never taken from model text.
 
 from __future__ import annotations
 
-import itertools
 import json
 from typing import Any
 
-from kate.bfcl.data import BFCLEntry, functions_to_tools, prepare_environment
+from kate.bfcl import backends
+from kate.bfcl.data import BFCLEntry, functions_to_tools
 from kate.envs.base import Observation
 from kate.toolcall import ToolCall, to_python_call
-
-_instances = itertools.count()
 
 
 class BFCLEnvironment:
@@ -24,14 +22,9 @@ class BFCLEnvironment:
     def __init__(self, entry: BFCLEntry) -> None:
         if not entry.is_multi_turn:
             raise ValueError(f"{entry.id} is not a multi-turn entry")
-        prepare_environment()
-        from bfcl_eval.eval_checker.multi_turn_eval import multi_turn_utils
-
-        self._utils = multi_turn_utils
         self.entry = entry
         self.functions = [dict(f) for f in entry.functions]
-        self._key = f"kate_env_{next(_instances)}"  # private instance names in bfcl-eval's globals
-        self._long_context = "long_context" in entry.category
+        self._model_name = backends.private_model_name("kate_env")
         self._run([])  # create the instances now, so state() works before the first call
 
     def add_functions(self, functions: list[dict[str, Any]]) -> None:
@@ -43,10 +36,7 @@ class BFCLEnvironment:
         return functions_to_tools(self.functions)
 
     def _run(self, strings: list[str]) -> tuple[list[str], dict[str, Any]]:
-        return self._utils.execute_multi_turn_func_call(
-            strings, self.entry.raw["initial_config"], list(self.entry.involved_classes), self._key,
-            self.entry.id, long_context=self._long_context, is_evaL_run=False,
-        )  # fmt: skip
+        return backends.execute(self._model_name, self.entry, strings)
 
     def execute(self, call: ToolCall) -> Observation:
         offered = {f["name"] for f in self.functions}
@@ -70,5 +60,4 @@ class BFCLEnvironment:
 
     def close(self) -> None:
         """Drop this dialogue's instances from bfcl-eval's module globals."""
-        for name in [n for n in vars(self._utils) if n.startswith(self._key)]:
-            del vars(self._utils)[name]
+        backends.forget(self._model_name)

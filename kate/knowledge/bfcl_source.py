@@ -13,12 +13,11 @@ from __future__ import annotations
 
 import importlib
 import inspect
-import sys
-import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
+from kate.bfcl import backends
 from kate.bfcl.data import (
     CATEGORIES,
     MULTI_TURN,
@@ -72,27 +71,14 @@ def function_classes(classes: Iterable[str]) -> dict[str, str]:
 
 def execute_ground_truth(entry: BFCLEntry, turns: Sequence[Sequence[ToolCall]]) -> list[list[str]]:
     """Run each turn's calls, in order, on fresh instances of BFCL's backends; results per turn."""
-    prepare_environment()
-    from bfcl_eval.eval_checker.multi_turn_eval import multi_turn_utils as mtu
-
-    model_name = f"kate_kb_{uuid.uuid4().hex}"
+    model_name = backends.private_model_name("kate_kb")
     results = []
     try:
         for calls in turns:
-            strings = [to_python_call(call) for call in calls]
-            out, _ = mtu.execute_multi_turn_func_call(
-                strings,
-                entry.raw.get("initial_config", {}),
-                list(entry.involved_classes),
-                model_name,
-                entry.id,
-                long_context="long_context" in entry.category,
-            )
+            out, _ = backends.execute(model_name, entry, [to_python_call(call) for call in calls])
             results.append([str(r) for r in out])
-    finally:  # the executor keeps its instances in module globals; drop ours
-        module_globals = vars(sys.modules[mtu.__name__])
-        for key in [k for k in module_globals if k.startswith(model_name)]:
-            del module_globals[key]
+    finally:
+        backends.forget(model_name)
     return results
 
 
