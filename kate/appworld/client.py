@@ -17,10 +17,9 @@ import os
 import subprocess
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from kate.appworld.world import RemoteAppWorld
+from kate.appworld.world import RemoteAppWorld
 
 REPO = Path(__file__).resolve().parents[2]
 WORKER = Path(__file__).with_name("worker.py")
@@ -130,9 +129,7 @@ class AppWorldClient:
     def evaluate_tasks(self, task_ids: list[str], experiment_name: str) -> dict[str, Any]:
         return self.request("evaluate_tasks", task_ids=list(task_ids), experiment_name=experiment_name)
 
-    def open(self, task_id: str, experiment_name: str, max_interactions: int = 50) -> "RemoteAppWorld":
-        from kate.appworld.world import RemoteAppWorld
-
+    def open(self, task_id: str, experiment_name: str, max_interactions: int = 50) -> RemoteAppWorld:
         task = self.request("open", task_id=task_id, experiment_name=experiment_name, max_interactions=max_interactions)
         return RemoteAppWorld(self, task)
 

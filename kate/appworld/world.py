@@ -1,16 +1,14 @@
 """The code-action environment seam: a task, ``execute(code) -> output``, completion, evaluation.
 
-``RemoteAppWorld`` is AppWorld itself (through the worker process); ``StandInWorld``
+``RemoteAppWorld`` is AppWorld itself (through the worker process, whatever sends its requests:
+``AppWorldClient`` in ``kate/appworld/client.py``); ``StandInWorld``
 (``kate/appworld/stand_in.py``) is a small world with the same surface for tests and demos
 without AppWorld's data. The code loop sees only this protocol.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
-
-if TYPE_CHECKING:
-    from kate.appworld.client import AppWorldClient
+from typing import Any, Protocol, runtime_checkable
 
 
 @runtime_checkable
@@ -30,10 +28,16 @@ class CodeWorld(Protocol):
     def close(self) -> None: ...
 
 
+class Requester(Protocol):
+    """Sends one op to the AppWorld worker and returns its result (``AppWorldClient`` is one)."""
+
+    def request(self, op: str, **arguments: Any) -> Any: ...
+
+
 class RemoteAppWorld:
     """One open AppWorld task in the worker process (see ``AppWorldClient.open``)."""
 
-    def __init__(self, client: "AppWorldClient", task: dict[str, Any]) -> None:
+    def __init__(self, client: Requester, task: dict[str, Any]) -> None:
         self.client, self.task = client, task
         self._open = True
 
