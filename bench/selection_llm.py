@@ -20,17 +20,18 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from kate.bfcl.data import SINGLE_TURN, load_entries  # noqa: E402
-from kate.eval.bfcl_runner import run_single_turn  # noqa: E402
+from kate.agent import KnowledgeContext, Policy, StaticKnowledge  # noqa: E402
+from kate.bfcl.data import SINGLE_TURN, BFCLEntry, load_entries  # noqa: E402
 from kate.io import append_jsonl, atomic_write_json  # noqa: E402
 from kate.knowledge.bfcl_source import bfcl_trajectories  # noqa: E402
 from kate.knowledge.embedder import Embedder  # noqa: E402
 from kate.knowledge.st import st_entries  # noqa: E402
 from kate.knowledge.store import KnowledgeBase  # noqa: E402
 from kate.retrieval.config import RetrievalConfig  # noqa: E402
-from kate.retrieval.hook import make_retrieve_hook  # noqa: E402
+from kate.retrieval.knowledge import retrieval_knowledge  # noqa: E402
 from kate.retrieval.retriever import Retriever  # noqa: E402
 from kate.sampling import GreedySampler  # noqa: E402
+from kate.tasks.bfcl import BFCLTask  # noqa: E402
 
 from selection import folds  # noqa: E402  (bench/selection.py, beside this file)
 
@@ -62,6 +63,15 @@ def run(categories: list[str], limit: int | None, model, arms: list[str], record
     entries = st_entries(fold_a)
     kb = KnowledgeBase.create(entries, embedder.embed([e.text for e in entries]), embedding=embedder.identity())
     sampler = GreedySampler(max_tokens=max_tokens)
+    knowledge_of = {arm: retrieval_knowledge(Retriever(kb, embedder, RetrievalConfig(top_k=3, threshold=0.5, **ARMS[arm][0])),
+                                             template=ARMS[arm][1]) for arm in arms}  # fmt: skip
+    task = BFCLTask([], split="train")
+
+    def answer(entry: BFCLEntry, knowledge: str | None) -> dict[str, Any]:
+        """One greedy answer, scored by BFCL's official checker; ``knowledge`` appended to the question."""
+        trace = task.solve(entry, Policy(model, sampler, StaticKnowledge(knowledge)), 0)
+        return {**task.score(entry, trace), **trace}
+
     result: dict[str, Any] = {"model": model.name, "knowledge_entries": len(entries), "top_k": 3, "threshold": 0.5,
                               "arms_described": {a: DESCRIPTION[a] for a in arms}, "arms": {}}
     counts: dict[str, dict[str, collections.Counter]] = collections.defaultdict(lambda: collections.defaultdict(collections.Counter))
@@ -70,17 +80,15 @@ def run(categories: list[str], limit: int | None, model, arms: list[str], record
         questions = [e for e in load_entries(category, "train") if e.index % 4 == 2][:limit]
         for entry in questions:
             for arm in arms:
-                flags, template = ARMS[arm]
-                retriever = Retriever(kb, embedder, RetrievalConfig(top_k=3, threshold=0.5, **flags))
-                hook = make_retrieve_hook(retriever, template=template, api_classes=(), tools=entry.tools)
-                knowledge = hook(str(entry.turns[0][-1]["content"]), [])
+                context = KnowledgeContext("single_turn", api_classes=(), tools=tuple(entry.tools))
+                retrieved = knowledge_of[arm](str(entry.turns[0][-1]["content"]), [], context)
                 c = counts[arm][category]
                 c["questions"] += 1
-                if not knowledge:
+                if retrieved is None:
                     continue
                 if entry.id not in direct_cache:
-                    direct_cache[entry.id] = bool(run_single_turn(entry, model, sampler, None, 0)["valid"])
-                record = run_single_turn(entry, model, sampler, lambda text, history, k=knowledge: k, 0)
+                    direct_cache[entry.id] = bool(answer(entry, None)["valid"])
+                record = answer(entry, retrieved.text)
                 before, after = direct_cache[entry.id], bool(record["valid"])
                 c["with_knowledge"] += 1
                 c["direct_correct"] += before
@@ -88,7 +96,7 @@ def run(categories: list[str], limit: int | None, model, arms: list[str], record
                 c["fixed"] += after and not before
                 c["broken"] += before and not after
                 append_jsonl(records_path, {"id": entry.id, "arm": arm, "direct": before, "with_knowledge": after,
-                                            "hits": hook.log[-1]["hits"], "calls": record["calls"],
+                                            "hits": list(retrieved.hits), "calls": record["calls"],
                                             "outputs": record.get("outputs"), "error_type": record.get("error_type")})
                 print(f"[select] {arm[:20]} {entry.id}: direct {before} -> {after}", file=sys.stderr, flush=True)
     result["arms"] = {arm: {cat: dict(c) for cat, c in per.items()} for arm, per in counts.items()}

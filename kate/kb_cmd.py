@@ -19,12 +19,12 @@ from omegaconf import DictConfig, OmegaConf
 ACTIONS = ("build", "query", "inspect")
 
 
-def _list(value: Any) -> list[str] | None:
+def _tuple(value: Any) -> tuple[str, ...] | None:
     if value is None:
         return None
     if OmegaConf.is_config(value):
         value = OmegaConf.to_container(value)
-    return [str(v) for v in value]
+    return tuple(str(v) for v in value)
 
 
 def run_kb(cfg: DictConfig) -> Any:
@@ -67,21 +67,26 @@ def _inspect(cfg: DictConfig) -> dict[str, Any]:
 
 
 def _query(cfg: DictConfig) -> list[dict[str, Any]]:
-    from kate.retrieval.hook import make_retrieve_hook
+    from kate.agent.knowledge import KnowledgeContext
+    from kate.retrieval.inject import render_knowledge
+    from kate.retrieval.knowledge import retrieval_knowledge
 
     if not cfg.get("query"):
         raise ValueError("action=query needs query=\"...\"")
     retriever = _open(cfg)
     intent_model = instantiate(cfg.llm) if retriever.config.intent.get("enabled") else None
-    hook = make_retrieve_hook(retriever, api_classes=_list(cfg.get("api_classes")), tools=_list(cfg.get("tools")),
-                              exclude_ids=_list(cfg.get("exclude_ids")) or (), intent_model=intent_model)
-    text = hook(str(cfg.query), [])
-    record = hook.log[-1]
-    if record["intent"]:
-        print(f"intent: {record['intent']}")
-    print(f"{len(record['hits'])} hit(s) for {cfg.query!r}")
-    for hit in record["hits"]:
+    knowledge = retrieval_knowledge(retriever, intent_model=intent_model)
+    context = KnowledgeContext("query", api_classes=_tuple(cfg.get("api_classes")), tools=_tuple(cfg.get("tools")),
+                               exclude_ids=_tuple(cfg.get("exclude_ids")) or ())  # fmt: skip
+    query = str(cfg.query)
+    found, intent = knowledge.hits(query, [], context)
+    text = render_knowledge(found, knowledge.template, request=query)
+    hits = [h.to_dict() for h in found]
+    if intent:
+        print(f"intent: {intent}")
+    print(f"{len(hits)} hit(s) for {cfg.query!r}")
+    for hit in hits:
         print(f"  {hit['score']:.4f}  {hit['type']:3s}  {hit['id']}  {hit['text'][:100]}")
     if cfg.get("show_text", True) and text:
         print("\n--- injected text ---\n" + text)
-    return record["hits"]
+    return hits
