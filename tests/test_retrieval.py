@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kate.agent import run_turn
+from kate.agent import KnowledgeContext, Policy
 from kate.bfcl.data import load_entries
 from kate.envs import PythonFunctionsEnv
 from kate.knowledge.bfcl_source import bfcl_trajectories
@@ -295,16 +295,23 @@ def ls(folder: str = ".") -> str:
     return "a.txt b.txt"
 
 
-def test_the_hook_appends_knowledge_inside_the_user_turn():
+def test_a_policys_knowledge_is_appended_inside_the_user_turn():
+    from kate.retrieval.knowledge import retrieval_knowledge
+
     env = PythonFunctionsEnv([ls])
     model = FakeChatModel(['{"name": "ls", "arguments": {}}', "You have a.txt and b.txt."])
-    hook = make_retrieve_hook(retriever(top_k=2, threshold=0.4), api_classes=FS)
+    policy = Policy(model, GreedySampler(), retrieval_knowledge(retriever(top_k=2, threshold=0.4)))
     user = {"role": "user", "content": QUERIES[0]}
-    turn = run_turn(model, env, [user], GreedySampler(), retrieve=hook)
+    turn = policy.run_turn(env, [user], context=KnowledgeContext(api_classes=tuple(FS)))
     sent = model.requests[0]["messages"][-1]
     assert sent["role"] == "user" and sent["content"].startswith(QUERIES[0] + "\n\n[Reference only:")
-    assert turn.knowledge == hook.log[0]["text"] and len(hook.log[0]["hits"]) == 2
+    assert turn.knowledge == turn.retrieved.text and len(turn.retrieved.hits) == 2
     assert turn.answer == "You have a.txt and b.txt."
+
+
+def test_the_hook_renders_hits_and_nothing_for_no_hit():
+    hook = make_retrieve_hook(retriever(top_k=2, threshold=0.4), api_classes=FS)
+    assert hook(QUERIES[0], []).startswith("[Reference only:") and len(hook.log[0]["hits"]) == 2
     nothing = make_retrieve_hook(retriever(threshold=0.99))
     assert nothing("Completely unrelated words about gardening.", []) is None
 
