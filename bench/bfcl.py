@@ -1,75 +1,60 @@
-"""BFCL-V3 benchmark of the default model on KATE's test halves: direct, ST, ST + width N=8 (plain
-majority, and the schema-valid vote), and (smaller n) ES, SIC, TIC and width alone. Resumable: rerun
-the same command after a crash or in a later session; finished entries are kept. Writes
-bench/results/bfcl_<arm>.json per arm and bench/results/bfcl_report.md (+ bfcl_categories.png) over
-what has run so far. What ran, in this order:
+"""BFCL-V3 benchmark of the default model on KATE's test halves. It only schedules arms: each arm is
+a named config (``conf/arm/<arm>.yaml``), composed exactly as ``kate eval arm=<arm> llm.max_parallel=8``
+composes it, and run by kate's one runner into ``bench/runs/<arm>/seed_<s>/`` (resumable: rerun the
+same command after a crash or in a later session; finished entries are kept). The report is
+``bench/bfcl_report.py``'s, regenerated from the committed records. What ran, in this order:
 
     .venv/bin/python bench/bfcl.py --arms direct,st,st_w8 --single 8 --multi 30 --interleave
     .venv/bin/python bench/bfcl.py --arms es,sic,tic,w8v --single 4 --multi 8 --interleave --multi-first
     .venv/bin/python bench/bfcl.py --arms st_w8v --single 8 --multi 30
 
-Seeds for a width arm: --seeds 0,1,2 (each seed its own folder). Reports and re-scoring:
+Seeds for a width arm: --seeds 0,1,2 (each seed its own folder). Reports, re-scoring, old folders:
 
     .venv/bin/python bench/bfcl.py --report-only
     .venv/bin/python bench/bfcl.py --rescore       # after a checker fix: re-score stored records, then report
+    .venv/bin/python bench/bfcl.py --migrate       # rewrite meta.json of folders made before the one runner
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from hydra.utils import instantiate  # noqa: E402
-from omegaconf import OmegaConf  # noqa: E402
-
-from kate.bfcl.data import SINGLE_TURN, load_entries  # noqa: E402
-from kate.eval.knowledge_arm import build_retrieve_factory  # noqa: E402
-from kate.eval.main_job import comparison_report  # noqa: E402
-from kate.eval.bfcl_runner import run_entries  # noqa: E402
-from kate.eval.prompts import resolve_system_prompt  # noqa: E402
-from kate.eval.report import plot_categories, seed_spread, seed_table, summarize  # noqa: E402
-from kate.eval.run_store import load_run  # noqa: E402
-from kate.io import atomic_write_json, atomic_write_text  # noqa: E402
-
 ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "bench" / "results"
-RUNS = ROOT / "bench" / "runs"
-CONF = ROOT / "conf"
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
 
+from hydra import compose, initialize_config_dir  # noqa: E402
+from hydra.utils import instantiate  # noqa: E402
 
-def retrieval(name: str, **overrides) -> dict:
-    node = OmegaConf.to_container(OmegaConf.load(CONF / "retrieval" / f"{name}.yaml"))
-    node.update(overrides)
-    return node
+import kate.configs  # noqa: E402,F401  (the typed job schemas)
+from bfcl_report import ARMS, RESULTS, RUNS, report  # noqa: E402
+from kate.bfcl.data import SINGLE_TURN, load_entries  # noqa: E402
+from kate.cli import CONF_DIR  # noqa: E402
+from kate.eval.arm import arm_config, build_policy, loop_settings  # noqa: E402
+from kate.eval.config import plain  # noqa: E402
+from kate.eval.revote import revote_record  # noqa: E402
+from kate.eval.run_store import fingerprint, load_run  # noqa: E402
+from kate.eval.runner import open_run, rescore_run, run_item, run_meta, run_task  # noqa: E402
+from kate.io import atomic_write_json  # noqa: E402
+from kate.tasks.bfcl import BFCLTask, task_for_records  # noqa: E402
 
-
-ST = {"single_turn": retrieval("single_turn"), "multi_turn": retrieval("multi_turn")}
-# Width arms name their vote: st_w8 ran with plain majority (the default then); "v" arms use the
-# schema-valid vote (kate's default now: candidates whose calls fit the tools' schemas first).
-# ES / SIC / TIC were written for the multi-turn training halves only.
-ARMS = {
-    "direct": ("greedy", {}, None),
-    "st": ("greedy", {}, ST),
-    "st_w8": ("width", {"n": 8, "aggregate": "majority"}, ST),
-    "st_w8v": ("width", {"n": 8, "aggregate": "valid_majority"}, ST),
-    "w8v": ("width", {"n": 8, "aggregate": "valid_majority"}, None),
-    "es": ("greedy", {}, {"multi_turn": retrieval("multi_turn_es")}),
-    "sic": ("greedy", {}, {"multi_turn": retrieval("intent_sic")}),
-    "tic": ("greedy", {}, {"multi_turn": retrieval("intent_tic")}),
-}
-MULTI_ONLY = {"es", "sic", "tic"}
+LLM_OVERRIDES = ["llm.max_parallel=8"]  # what every committed arm ran with (width 8 in one round)
+MULTI_ONLY = {"es", "sic", "tic"}  # ES / SIC / TIC were written for the multi-turn training halves only
 # Single-turn records of these arms are the source arm's stored samples voted again with the arm's
 # rule (kate.eval.revote: exactly what a live run would choose from the same request); their
 # multi-turn dialogues run live, since another choice changes every later step.
 REVOTED_FROM = {"st_w8v": "st_w8"}
 
 
-def sampler_of(kind: str, overrides: dict):
-    node = OmegaConf.to_container(OmegaConf.load(CONF / "sampling" / f"{kind}.yaml"))
-    return instantiate({**node, **overrides})
+def compose_arm(arm: str) -> dict:
+    """The arm's resolved config, as `kate eval arm=<arm>` composes it."""
+    if arm not in ARMS:
+        raise SystemExit(f"unknown arm {arm!r}; arms: {', '.join(ARMS)}")
+    with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
+        return plain(compose("eval", overrides=[f"arm={arm}", *LLM_OVERRIDES]))
 
 
 def entries_for(arm: str, single: int, multi: int):
@@ -78,64 +63,21 @@ def entries_for(arm: str, single: int, multi: int):
     return load_entries("multi_turn_base", "test", multi) + chosen
 
 
-def report() -> None:
-    runs, spreads = {}, {}
-    for arm in ARMS:
-        folders = sorted((RUNS / arm).glob("seed_*")) if (RUNS / arm).exists() else []
-        if not folders:
-            continue
-        loaded = {int(f.name.split("_")[1]): load_run(f) for f in folders}  # seed -> (meta, records), read once
-        per_seed = {s: records for s, (_, records) in loaded.items()}
-        meta, spreads[arm] = loaded[min(loaded)][0], seed_spread(per_seed)
-        atomic_write_json(RESULTS / f"bfcl_{arm}.json", {
-            "arm": arm, "model": meta["model"], "sampler": meta["sampler"], "bfcl_eval": meta["bfcl_eval"],
-            "data_sha256": meta["data_sha256"], "scoring_model": meta["scoring_model"],
-            "knowledge": meta["knowledge"], "seeds": sorted(per_seed),
-            "entries_planned": {s: len(m["entries"]) for s, (m, _) in loaded.items()},
-            "entries_done": {s: len(r) for s, r in per_seed.items()},
-            "per_category": summarize(per_seed[min(per_seed)]), "across_seeds": spreads[arm],
-        })  # fmt: skip
-        runs[arm] = per_seed[min(per_seed)]
-    if not runs:
-        print("no runs yet")
-        return
-    notes = ["Default model (Qwen2.5-Coder-0.5B-Instruct Q4_K_M, llama.cpp) on BFCL's test halves (odd indices), "
-             "first n entries of each category in index order; official checkers; seed 0 shown, spread across "
-             "seeds below and in bfcl_<arm>.json. Partial runs are reported as far as they went (see entries_done).",
-             "Width arms: st_w8 votes by plain majority; st_w8v and w8v by the schema-valid majority (calls that fit "
-             "the tools' schemas first). st_w8v's single-turn records are st_w8's own samples voted again with that "
-             "rule (the same requests: a single-turn vote never changes what is sampled); its multi-turn dialogues "
-             "ran live."]  # fmt: skip
-    text = comparison_report(runs, "BFCL-V3, kate arms", notes)
-    if table := seed_table(spreads):
-        text += "\n\nAcross seeds (entries every seed finished):\n\n" + table + "\n"
-    atomic_write_text(RESULTS / "bfcl_report.md", text + "\n")
-    plot_categories({a: summarize(r) for a, r in runs.items()}, RESULTS / "bfcl_categories.png")
-    print(f"wrote {RESULTS / 'bfcl_report.md'}")
-
-
-def prepare_arm(model, arm: str, single: int, multi: int, seed: int, max_steps: int):
-    """(sampler, retrieval factory, result store, entries) of one arm and seed; the store is
-    first filled with the re-voted single-turn records of REVOTED_FROM's source, when it has them."""
-    from kate.eval.run_eval import open_arm_store
-
-    kind, overrides, knowledge = ARMS[arm]
-    sampler = sampler_of(kind, overrides)
-    factory, described = build_retrieve_factory(knowledge, intent_model=model) if knowledge else (None, None)
-    entries = entries_for(arm, single, multi)
-    store = open_arm_store(arm, model, sampler, entries, RUNS / arm / f"seed_{seed}", seed=seed,
-                           config={"arm": arm, "single": single, "multi": multi, "sampling": [kind, overrides],
-                                   "knowledge": knowledge},
-                           knowledge_manifest=described, max_steps=max_steps,
-                           system_prompt=resolve_system_prompt("kate"))  # fmt: skip
+def prepare(model, arm: str, single: int, multi: int, seed: int):
+    """(task, policy, store, config) of one arm and seed; the store is first filled with the re-voted
+    single-turn records of REVOTED_FROM's source, when it has them."""
+    c = compose_arm(arm)
+    settings = loop_settings(c)
+    policy = build_policy(model, c["sampling"], c["knowledge"], settings)
+    task = BFCLTask(entries_for(arm, single, multi), "test")
+    config = arm_config(c["llm"], c["sampling"], c["knowledge"], settings)
+    store = open_run(RUNS / arm / f"seed_{seed}", arm=arm, task=task, policy=policy, seed=seed, config=config)
     if arm in REVOTED_FROM:
-        revote_into(store, REVOTED_FROM[arm], entries, seed, overrides["aggregate"])
-    return sampler, factory, store, entries
+        revote_into(store, REVOTED_FROM[arm], task.items(), seed, c["sampling"]["aggregate"])
+    return task, policy, store
 
 
 def revote_into(store, source: str, entries, seed: int, rule: str) -> None:
-    from kate.eval.revote import revote_record
-
     folder = RUNS / source / f"seed_{seed}"
     if not folder.exists():
         return
@@ -149,34 +91,57 @@ def revote_into(store, source: str, entries, seed: int, rule: str) -> None:
           f"from {folder.relative_to(ROOT)}")
 
 
-def run_interleaved(model, arms: list[str], single: int, multi: int, seed: int, max_steps: int,
-                    multi_first: bool = False) -> None:
+def run_interleaved(model, arms: list[str], single: int, multi: int, seed: int, multi_first: bool = False) -> None:
     """Entry by entry across the arms (single-turn first, then multi-turn, or the other way round),
     so that wherever the run stops, every arm has the same entries done and the paired comparison
     covers all of them."""
     from tqdm import tqdm
 
-    from kate.eval.bfcl_runner import run_entry
-
-    system_prompt, prepared, order = resolve_system_prompt("kate"), [], {}
+    prepared, order = [], {}
     for arm in arms:
-        sampler, factory, store, entries = prepare_arm(model, arm, single, multi, seed, max_steps)
-        prepared.append((arm, sampler, factory, store, {e.id for e in entries}, store.done_ids()))
-        order.update({e.id: e for e in entries})
+        task, policy, store = prepare(model, arm, single, multi, seed)
+        prepared.append((task, policy, store, {e.id for e in task.items()}, store.done_ids()))
+        order.update({e.id: e for e in task.items()})
     entries = sorted(order.values(), key=lambda e: e.is_multi_turn != multi_first)  # stable within each kind
     total = sum(len(ids) for *_, ids, _ in prepared)
     bar = tqdm(total=total, initial=sum(len(done & ids) for *_, ids, done in prepared),
                desc=f"{'+'.join(arms)} interleaved", unit="record")  # fmt: skip
     for n, entry in enumerate(entries):
-        for arm, sampler, factory, store, ids, done in prepared:
+        for task, policy, store, ids, done in prepared:
             if entry.id in ids and entry.id not in done:
-                store.append(run_entry(entry, model, sampler, factory, seed, max_steps=max_steps, repeat_policy="warn",
-                                       system_prompt=system_prompt, one_call=True))  # fmt: skip
+                store.append(run_item(task, entry, policy, seed))
                 done.add(entry.id)
                 bar.update(1)
         if n % 20 == 19:
             report()
     bar.close()
+
+
+def migrate(model) -> None:
+    """Folders written before the one runner keep their records; their meta.json is rewritten in the
+    new layout (the old one kept under ``migrated_from``) after checking that the arm's config
+    still describes what ran: the same loop settings and the same knowledge base manifests."""
+    for folder in sorted(RUNS.glob("*/seed_*")):
+        old, records = load_run(folder)
+        if "policy" in old:
+            continue
+        arm, seed = folder.parent.name, int(folder.name.split("_")[1])
+        c = compose_arm(arm)
+        settings = loop_settings(c)
+        policy = build_policy(model, c["sampling"], c["knowledge"], settings)
+        described = policy.describe()
+        checks = {"max_steps": settings.max_steps, "repeat_policy": settings.repeat_policy,
+                  "one_call": settings.one_call, "system_prompt": settings.system_message}  # fmt: skip
+        wrong = [k for k, v in checks.items() if old.get(k, v) != v]
+        if old.get("knowledge") != described["knowledge"]:
+            wrong.append("knowledge")
+        if wrong:
+            raise SystemExit(f"{folder}/meta.json: {', '.join(wrong)} differ from conf/arm/{arm}.yaml; not migrated")
+        task = BFCLTask([], "test")  # its identity only; the items come from the old meta
+        meta = run_meta(arm, task, policy, seed, arm_config(c["llm"], c["sampling"], c["knowledge"], settings), [])
+        meta.update(items=old["entries"], data={"all": old.get("data_sha256")}, started=old.get("started"))
+        atomic_write_json(folder / "meta.json", {**meta, "fingerprint": fingerprint(meta), "migrated_from": old})
+        print(f"{folder.relative_to(ROOT)}: meta.json migrated ({len(records)} records kept)")
 
 
 def main() -> None:
@@ -185,35 +150,32 @@ def main() -> None:
     parser.add_argument("--single", type=int, default=50, help="test-half entries per single-turn category")
     parser.add_argument("--multi", type=int, default=30, help="multi_turn_base test dialogues")
     parser.add_argument("--seeds", default="0")
-    parser.add_argument("--max-steps", type=int, default=20)
     parser.add_argument("--report-only", action="store_true")
     parser.add_argument("--interleave", action="store_true", help="entry by entry across the arms (seed: the first)")
     parser.add_argument("--multi-first", action="store_true", help="with --interleave: multi-turn dialogues first")
     parser.add_argument("--rescore", action="store_true", help="re-score stored records with the current checkers")
+    parser.add_argument("--migrate", action="store_true", help="rewrite meta.json of folders made before the runner")
     args = parser.parse_args()
     if args.rescore:
-        from kate.eval.bfcl_runner import rescore_run
-
         for folder in sorted(RUNS.glob("*/seed_*")):
-            print(folder.relative_to(ROOT), rescore_run(folder))
+            print(folder.relative_to(ROOT), rescore_run(folder, task_for_records))
         args.report_only = True
     if not args.report_only:
-        from kate.llm.llamacpp import LlamaCppChatModel
-        from kate.llm.registry import DEFAULT_AGENT_MODEL
-
-        model = LlamaCppChatModel(DEFAULT_AGENT_MODEL, n_ctx=32768, max_parallel=8)
+        model = instantiate(compose_arm("direct")["llm"])
+        if args.migrate:
+            migrate(model)
+            return
         seeds = [int(s) for s in args.seeds.split(",")]
         if args.interleave:
-            run_interleaved(model, args.arms.split(","), args.single, args.multi, seeds[0], args.max_steps,
-                            args.multi_first)
+            run_interleaved(model, args.arms.split(","), args.single, args.multi, seeds[0], args.multi_first)
         for arm in [] if args.interleave else args.arms.split(","):
-            for seed in seeds if ARMS[arm][0] == "width" else seeds[:1]:
-                sampler, factory, store, entries = prepare_arm(model, arm, args.single, args.multi, seed, args.max_steps)
-                run_entries(entries, model, sampler, store, seed=seed, retrieve_factory=factory,
-                            max_steps=args.max_steps, system_prompt=resolve_system_prompt("kate"),
-                            desc=f"{arm} seed {seed}")  # fmt: skip
+            width = compose_arm(arm)["sampling"]["_target_"].endswith("WidthSampler")
+            for seed in seeds if width else seeds[:1]:
+                task, policy, store = prepare(model, arm, args.single, args.multi, seed)
+                run_task(task, policy, store, seed=seed, desc=f"{arm} seed {seed}")
                 report()
     report()
+    print(json.dumps({"results": str(RESULTS.relative_to(ROOT))}))
 
 
 if __name__ == "__main__":

@@ -41,7 +41,7 @@ from kate.eval.report import (  # noqa: E402
     seed_table,
     summarize,
 )
-from kate.eval.run_store import load_run  # noqa: E402
+from kate.eval.run_store import load_run, meta_summary  # noqa: E402
 from kate.io import atomic_write_json, atomic_write_text  # noqa: E402
 from kate.toolcall.expressible import calls_expressible, schemas_by_name  # noqa: E402
 
@@ -244,12 +244,12 @@ def report(runs_dir: str | Path = RUNS, results_dir: str | Path = RESULTS, tools
     runs, spreads = {}, {}
     for arm, by_seed in loaded.items():
         per_seed = {s: records for s, (_, records) in by_seed.items()}
-        meta, spreads[arm] = by_seed[min(by_seed)][0], seed_spread(per_seed)
+        meta, spreads[arm] = meta_summary(by_seed[min(by_seed)][0]), seed_spread(per_seed)
         atomic_write_json(results_dir / f"bfcl_{arm}.json", {
             "arm": arm, "model": meta["model"], "sampler": meta["sampler"], "bfcl_eval": meta["bfcl_eval"],
             "data_sha256": meta["data_sha256"], "scoring_model": meta["scoring_model"],
             "knowledge": meta["knowledge"], "seeds": sorted(per_seed),
-            "entries_planned": {s: len(m["entries"]) for s, (m, _) in by_seed.items()},
+            "entries_planned": {s: len(meta_summary(m)["items"]) for s, (m, _) in by_seed.items()},
             "entries_done": {s: len(r) for s, r in per_seed.items()},
             "per_category": summarize(per_seed[min(per_seed)]), "across_seeds": spreads[arm],
         })  # fmt: skip

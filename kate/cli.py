@@ -10,6 +10,8 @@ from pathlib import Path
 import hydra
 from omegaconf import DictConfig
 
+import kate.configs  # noqa: F401  (registers every job's typed schema with Hydra's ConfigStore)
+
 _PACKAGED = Path(__file__).parent / "_conf"
 CONF_DIR = _PACKAGED if _PACKAGED.is_dir() else Path(__file__).resolve().parents[1] / "conf"
 
@@ -20,7 +22,7 @@ SUBCOMMANDS: dict[str, tuple[str, str, str]] = {
     "eval": ("eval", "kate.eval.run_eval:run_eval", "one arm on BFCL-V3 categories, resumable, one folder per seed"),
     "report": ("report", "kate.eval.report_cmd:run_report", "compare result folders: table, fixed/broken, plots"),
     "kb": ("kb", "kate.kb_cmd:run_kb", "build | query | inspect a knowledge base"),
-    "appworld": ("appworld", "kate.appworld.runner:run_appworld", "code-action loop on AppWorld or its stand-in"),
+    "appworld": ("appworld", "kate.appworld_cmd:run_appworld", "code-action loop on AppWorld or its stand-in"),
     "models": ("models", "kate.models_cmd:run_models", "list | install | verify [NAME ...] offline model files"),
 }
 

@@ -1,4 +1,4 @@
-"""Tests for kate.envs, kate.sampling.policy/depth, kate.agent: the loop on a fake model."""
+"""Tests for kate.envs, kate.sampling.policy/depth, kate.agent: the policy and its loop on a fake model."""
 
 from __future__ import annotations
 
@@ -8,12 +8,26 @@ from typing import Literal
 
 import pytest
 
-from kate.agent import DialogueResult, append_jsonl, read_jsonl, run_dialogue, run_turn
+from kate.agent import DialogueResult, KnowledgeContext, LoopSettings, Policy, Retrieved, StaticKnowledge
 from kate.envs import Environment, Observation, PythonFunctionsEnv
+from kate.io import append_jsonl, read_jsonl
 from kate.llm.fake import FakeChatModel
 from kate.sampling import DepthSampler, GreedySampler, WidthSampler, depth_prompt, with_depth_prompt
 from kate.sampling.depth import DEPTH_PROMPTS
 from kate.toolcall import ToolCall
+
+# --------------------------------------------------------------------------- policies
+
+
+def turn(model, env, messages, sampler, *, knowledge=None, seed=0, **settings):
+    """One user turn of a policy with these loop settings (no system prompt)."""
+    return Policy(model, sampler, knowledge, LoopSettings(system_prompt=None, **settings)).run_turn(env, messages, seed=seed)
+
+
+def dialogue(model, env, user_turns, sampler, *, system_prompt=None, knowledge=None, **settings):
+    policy = Policy(model, sampler, knowledge, LoopSettings(system_prompt=system_prompt, **settings))
+    return policy.run_dialogue(env, user_turns)
+
 
 # --------------------------------------------------------------------------- tools
 
@@ -166,7 +180,7 @@ def test_signatures_that_cannot_be_offered_are_rejected():
 
 def test_loop_calls_add_then_answers():
     model = FakeChatModel(script=[call_text("add", a=1, b=2), "The sum is 3."])
-    result = run_turn(model, make_env(), USER, GreedySampler())
+    result = turn(model, make_env(), USER, GreedySampler())
     assert result.end_reason == "answer" and result.answer == "The sum is 3."
     assert result.calls == [ToolCall("add", {"a": 1, "b": 2})]
     assert [m["role"] for m in result.messages] == ["user", "assistant", "tool", "assistant"]
@@ -185,7 +199,7 @@ def test_hermes_calls_and_parallel_calls_execute_in_order():
     text = ('<tool_call>\n{"name": "add", "arguments": {"a": 1, "b": 2}}\n</tool_call>\n'
             '<tool_call>\n{"name": "div", "arguments": {"a": 1, "b": 0}}\n</tool_call>')
     model = FakeChatModel(script=[text, "done"])
-    result = run_turn(model, make_env(), USER, GreedySampler())
+    result = turn(model, make_env(), USER, GreedySampler())
     tools = [m for m in result.messages if m["role"] == "tool"]
     assert [t["content"] for t in tools] == ["3", "Error: div raised ZeroDivisionError: float division by zero"]
     ids = [c["id"] for c in result.messages[1]["tool_calls"]]
@@ -194,7 +208,7 @@ def test_hermes_calls_and_parallel_calls_execute_in_order():
 
 def test_multi_turn_history_continues():
     model = FakeChatModel(script=[call_text("add", a=1, b=2), "3", call_text("remember", key="x", value="3"), "ok"])
-    result = run_dialogue(model, make_env(), ["1+2?", "remember it as x"], GreedySampler(), system_prompt="sys")
+    result = dialogue(model, make_env(), ["1+2?", "remember it as x"], GreedySampler(), system_prompt="You are a helper.")
     assert isinstance(result, DialogueResult)
     assert [t.end_reason for t in result.turns] == ["answer", "answer"]
     second_turn_request = model.requests[2]["messages"]
@@ -209,7 +223,7 @@ def test_multi_turn_history_continues():
     data = json.loads(json.dumps(result.to_dict()))
     assert data["calls_per_turn"][1] == [{"name": "remember", "arguments": {"key": "x", "value": "3"}}]
     assert data["turns"][1]["messages"][0] == {"role": "user", "content": "remember it as x"}
-    assert [r["seed"] for r in model.requests] == [0, 1, 20, 21]
+    assert [r["seed"] for r in model.requests] == [0, 1, 1000, 1001]  # turn t starts at seed + 1000 * t
 
 
 def _counting_env() -> tuple[PythonFunctionsEnv, list]:
@@ -226,7 +240,7 @@ def _counting_env() -> tuple[PythonFunctionsEnv, list]:
 def test_repeat_end_turn():
     env, executed = _counting_env()
     model = FakeChatModel(script=[call_text("look", path="/a")], repeat_last=True)
-    result = run_turn(model, env, USER, GreedySampler(), repeat_policy="end_turn")
+    result = turn(model, env, USER, GreedySampler(), repeat_policy="end_turn")
     assert result.end_reason == "repeat" and executed == ["/a"] and len(model.requests) == 2
     assert result.steps[1].repeat_of == 0 and not result.steps[1].executed
     assert result.messages[-1]["role"] == "tool"  # no dangling unanswered tool_calls
@@ -236,7 +250,7 @@ def test_repeat_end_turn():
 def test_repeat_warn_then_end():
     env, executed = _counting_env()
     model = FakeChatModel(script=[call_text("look", path="/a")], repeat_last=True)
-    result = run_turn(model, env, USER, GreedySampler(), repeat_policy="warn")
+    result = turn(model, env, USER, GreedySampler(), repeat_policy="warn")
     assert result.end_reason == "repeat" and executed == ["/a"] and len(model.requests) == 3
     warning = model.requests[2]["messages"][-1]
     assert warning["role"] == "tool" and "already made this exact call" in warning["content"]
@@ -247,7 +261,7 @@ def test_repeat_warn_then_end():
 def test_repeat_warn_then_answer():
     env, executed = _counting_env()
     model = FakeChatModel(script=[call_text("look", path="/a"), call_text("look", path="/a"), "It holds a."])
-    result = run_turn(model, env, USER, GreedySampler(), repeat_policy="warn")
+    result = turn(model, env, USER, GreedySampler(), repeat_policy="warn")
     assert result.end_reason == "answer" and result.answer == "It holds a." and executed == ["/a"]
 
 
@@ -256,7 +270,7 @@ def test_repeat_detection_is_canonical_for_parallel_sets():
     first = [{"name": "look", "arguments": {"path": "/a"}}, {"name": "add", "arguments": {"a": 1, "b": 2}}]
     again = [{"name": "add", "arguments": {"b": 2, "a": 1}}, {"name": "look", "arguments": {"path": "/a"}}]
     model = FakeChatModel(script=[json.dumps(first), json.dumps(again), "done"])
-    result = run_turn(model, env, USER, GreedySampler(), repeat_policy="warn")
+    result = turn(model, env, USER, GreedySampler(), repeat_policy="warn")
     tool_msgs = model.requests[2]["messages"][-2:]
     assert "Its result was:\n3\n" in tool_msgs[0]["content"]  # add's earlier result, matched by call
     assert "contents of /a" in tool_msgs[1]["content"]
@@ -266,7 +280,7 @@ def test_repeat_detection_is_canonical_for_parallel_sets():
 def test_repeat_off_executes_until_max_steps():
     env, executed = _counting_env()
     model = FakeChatModel(script=[call_text("look", path="/a")], repeat_last=True)
-    result = run_turn(model, env, USER, GreedySampler(), repeat_policy="off", max_steps=4)
+    result = turn(model, env, USER, GreedySampler(), repeat_policy="off", max_steps=4)
     assert result.end_reason == "max_steps" and executed == ["/a"] * 4 and len(result.steps) == 4
     assert len(result.calls) == 4
 
@@ -275,13 +289,13 @@ def test_max_steps_with_distinct_calls():
     env, executed = _counting_env()
     counter = iter(range(100))
     model = FakeChatModel(script=[lambda m, t, n: [call_text("look", path=f"/{next(counter)}")] * n], repeat_last=True)
-    result = run_turn(model, env, USER, GreedySampler(), max_steps=3)
+    result = turn(model, env, USER, GreedySampler(), max_steps=3)
     assert result.end_reason == "max_steps" and result.answer is None and executed == ["/0", "/1", "/2"]
 
 
 def test_malformed_call_is_recorded_and_shown():
     model = FakeChatModel(script=['{"name": "add", "arguments": {"a": 1', "3"])
-    result = run_turn(model, make_env(), USER, GreedySampler())
+    result = turn(model, make_env(), USER, GreedySampler())
     assert result.steps[0].parse_error and not result.steps[0].executed
     note = model.requests[1]["messages"][-1]
     assert note["role"] == "user" and "could not be read" in note["content"]
@@ -300,20 +314,20 @@ def test_environment_that_raises_cannot_crash_the_loop():
             return {}
 
     model = FakeChatModel(script=[call_text("add", a=1, b=2), "sorry"])
-    result = run_turn(model, Broken(), USER, GreedySampler())
+    result = turn(model, Broken(), USER, GreedySampler())
     assert "backend down" in result.steps[0].observations[0].content and result.answer == "sorry"
 
 
 def test_retrieve_hook_text_lands_inside_the_user_message():
     seen = []
 
-    def retrieve(user_text, history):
-        seen.append((user_text, [m["role"] for m in history]))
-        return "Related experience: use add."
+    def knowledge(user_text, history, context):
+        seen.append((user_text, [m["role"] for m in history], context.kind))
+        return Retrieved("Related experience: use add.", query=user_text)
 
     model = FakeChatModel(script=["3", "7"])
-    result = run_dialogue(model, make_env(), ["1+2?", "3+4?"], GreedySampler(), system_prompt="s", retrieve=retrieve)
-    assert seen == [("1+2?", ["system"]), ("3+4?", ["system", "user", "assistant"])]
+    result = dialogue(model, make_env(), ["1+2?", "3+4?"], GreedySampler(), system_prompt="Be brief.", knowledge=knowledge)
+    assert seen == [("1+2?", ["system"], "default"), ("3+4?", ["system", "user", "assistant"], "default")]
     user = model.requests[0]["messages"][-1]
     assert user == {"role": "user", "content": "1+2?\n\nRelated experience: use add."}
     assert [m["role"] for m in model.requests[0]["messages"]] == ["system", "user"]
@@ -324,7 +338,7 @@ def test_width_sampler_makes_one_request_with_n_per_step():
     outputs = [call_text("add", a=1, b=2), json.dumps({"name": "add", "arguments": {"b": 2, "a": 1}}), "3",
                '{"name": "add", "arguments": {']
     model = FakeChatModel(script=[lambda m, t, n: outputs[:n], ["3", "3", "three", call_text("add", a=1, b=2)]])
-    result = run_turn(model, make_env(), USER, WidthSampler(n=4))
+    result = turn(model, make_env(), USER, WidthSampler(n=4))
     assert len(model.requests) == 2 and all(r["n"] == 4 and r["temperature"] == 1.0 for r in model.requests)
     assert result.calls == [ToolCall("add", {"a": 1, "b": 2})] and result.answer == "3"
     vote = result.steps[0].vote
@@ -336,7 +350,7 @@ def test_width_sampler_makes_one_request_with_n_per_step():
 def test_width_sampler_with_critic_and_all_failed():
     bad = '{"name": "add", "arguments": {'
     model = FakeChatModel(script=[[call_text("add", a=1, b=2), call_text("add", a=2, b=2)], "2", [bad, bad], "4"])
-    result = run_turn(model, make_env(), USER, WidthSampler(n=2, aggregate="critic"), repeat_policy="off")
+    result = turn(model, make_env(), USER, WidthSampler(n=2, aggregate="critic"), repeat_policy="off")
     assert [r["n"] for r in model.requests] == [2, 1, 2, 2]  # no critic request when nothing to choose
     assert result.calls == [ToolCall("add", {"a": 2, "b": 2})]
     assert result.steps[1].vote["failed"] and result.steps[1].parse_error
@@ -347,7 +361,7 @@ def test_width_sampler_with_critic_and_all_failed():
 
 def test_depth_prompt_in_request_not_in_history():
     model = FakeChatModel(script=[call_text("add", a=1, b=2), "3"])
-    result = run_turn(model, make_env(), USER, DepthSampler(kinds=("state", "intent")))
+    result = turn(model, make_env(), USER, DepthSampler(kinds=("state", "intent")))
     for request in model.requests:
         assert request["messages"][-1] == {"role": "user", "content": depth_prompt(("state", "intent"))}
         assert sum(m["content"] == depth_prompt(("state", "intent")) for m in request["messages"]) == 1
@@ -372,9 +386,9 @@ def test_depth_prompts():
 def test_bad_loop_arguments():
     model = FakeChatModel(script=["x"])
     with pytest.raises(ValueError):
-        run_turn(model, make_env(), USER, GreedySampler(), repeat_policy="sometimes")
+        turn(model, make_env(), USER, GreedySampler(), repeat_policy="sometimes")
     with pytest.raises(ValueError):
-        run_turn(model, make_env(), [{"role": "assistant", "content": "hi"}], GreedySampler())
+        turn(model, make_env(), [{"role": "assistant", "content": "hi"}], GreedySampler())
 
 
 # --------------------------------------------------------------------------- trajectories
@@ -382,7 +396,7 @@ def test_bad_loop_arguments():
 
 def _dialogue(answer: str) -> DialogueResult:
     model = FakeChatModel(script=[call_text("add", a=1, b=2), answer])
-    return run_dialogue(model, make_env(), ["1+2?"], GreedySampler())
+    return dialogue(model, make_env(), ["1+2?"], GreedySampler())
 
 
 def test_trajectory_jsonl_round_trip(tmp_path):
@@ -429,16 +443,78 @@ def test_a_call_repeated_within_one_step_runs_once():
     env, log = _counting_env()
     twice = call_text("look", path="/a") + "\n" + call_text("look", path="/a")
     model = FakeChatModel([twice, "done"])
-    result = run_turn(model, env, USER, GreedySampler())
+    result = turn(model, env, USER, GreedySampler())
     assert log == ["/a"] and result.steps[0].calls == (ToolCall("look", {"path": "/a"}),)
     env_off, log_off = _counting_env()
-    run_turn(FakeChatModel([twice, "done"]), env_off, USER, GreedySampler(), repeat_policy="off")
+    turn(FakeChatModel([twice, "done"]), env_off, USER, GreedySampler(), repeat_policy="off")
     assert log_off == ["/a", "/a"]
 
 
 def test_the_same_malformed_output_twice_ends_the_turn():
     broken = '{"name": "add", "arguments": {"a": 1, "b": 2}]'
     model = FakeChatModel([broken], repeat_last=True)
-    result = run_turn(model, make_env(), USER, GreedySampler(), max_steps=10)
+    result = turn(model, make_env(), USER, GreedySampler(), max_steps=10)
     assert result.end_reason == "repeat" and len(result.steps) == 2
     assert result.steps[1].repeat_of == 0 and result.steps[1].parse_error
+
+
+# --------------------------------------------------------------------------- the policy
+
+
+def test_policy_step_injects_knowledge_once_and_records_the_prompt():
+    model = FakeChatModel([call_text("add", a=1, b=2)])
+    policy = Policy(model, GreedySampler(), StaticKnowledge("Hint: add."))
+    messages = [{"role": "system", "content": "sys"}, {"role": "user", "content": "1+2?"}]
+    done = policy.step(messages, make_env().tools(), seed=7, context=KnowledgeContext("single_turn"))
+    assert done.step.calls == (ToolCall("add", {"a": 1, "b": 2}),) and done.knowledge == "Hint: add."
+    assert done.prompt[-1] == {"role": "user", "content": "1+2?\n\nHint: add."}
+    assert model.requests[0]["messages"] == done.prompt and model.requests[0]["seed"] == 7
+    assert messages[-1]["content"] == "1+2?"  # the caller's history is not touched
+
+
+def test_knowledge_goes_to_the_last_user_message_before_tool_results():
+    model = FakeChatModel(["3"])
+    history = [{"role": "user", "content": "1+2?"},
+               {"role": "assistant", "content": "", "tool_calls": [{"id": "c", "type": "function",
+                                                                     "function": {"name": "add", "arguments": "{}"}}]},
+               {"role": "tool", "tool_call_id": "c", "name": "add", "content": "3"}]  # fmt: skip
+    done = Policy(model, GreedySampler(), StaticKnowledge("K")).step(history, None)
+    assert done.prompt[0]["content"] == "1+2?\n\nK" and done.prompt[1:] == history[1:]
+
+
+def test_one_call_is_a_loop_setting_that_reaches_a_wrapped_sampler():
+    two = call_text("add", a=1, b=2) + "\n" + call_text("add", a=3, b=4)
+    depth = DepthSampler(kinds=("intent",), inner=WidthSampler(n=2))
+    result = turn(FakeChatModel([[two, two], ["done", "done"]]), make_env(), USER, depth, one_call=True)
+    assert result.steps[0].calls == (ToolCall("add", {"a": 1, "b": 2}),)
+    whole = turn(FakeChatModel([[two, two], ["done", "done"]]), make_env(), USER, depth)
+    assert len(whole.steps[0].calls) == 2
+
+
+def test_dialogue_turns_are_seeded_by_a_fixed_stride_and_new_tools_can_arrive():
+    model = FakeChatModel(["a", "b"])
+    arrived = []
+    result = Policy(model, GreedySampler(), settings=LoopSettings(system_prompt="none")).run_dialogue(
+        make_env(), ["x", [{"role": "user", "content": "y"}]], seed=5, before_turn=arrived.append)
+    assert [r["seed"] for r in model.requests] == [5, 1005] and arrived == [0, 1]
+    assert [m["role"] for m in result.messages] == ["user", "assistant", "user", "assistant"]
+
+
+def test_a_model_error_ends_the_dialogue_as_a_recorded_failure():
+    def overflow(messages, tools, n):
+        raise ValueError("the prompt does not fit the context")
+
+    result = dialogue(FakeChatModel(["ok", overflow]), make_env(), ["first", "second"], GreedySampler())
+    assert len(result.turns) == 1 and result.error == "turn 1: the prompt does not fit the context"
+    assert result.to_dict()["error"] == result.error
+
+
+def test_loop_settings_refuse_bad_values_naming_them():
+    with pytest.raises(ValueError, match="repeat_policy"):
+        LoopSettings(repeat_policy="sometimes")
+    with pytest.raises(ValueError, match="system_prompt 'kat'"):
+        LoopSettings(system_prompt="kat")
+    with pytest.raises(ValueError, match="max_steps"):
+        LoopSettings(max_steps=1000)
+    assert LoopSettings(system_prompt="none").system_message is None
+    assert set(LoopSettings.help()) == {"max_steps", "repeat_policy", "system_prompt", "one_call", "max_malformed"}

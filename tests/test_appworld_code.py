@@ -1,16 +1,35 @@
 """AppWorld's code-action side without AppWorld: extraction, normalization, the stand-in world's
-interpreter (no eval/exec), the code vote and merge, and the loop, on a scripted model."""
+interpreter (no eval/exec), the code vote and merge, and kate's one loop over the code environment
+(the AppWorld task, run by the one runner), on a scripted model."""
 
 from __future__ import annotations
 
 import pytest
 
-from kate.appworld.code_action import extract_code, normalize_code
-from kate.appworld.code_sampling import GreedyCode, WidthCode, vote_code
+from kate.agent import LoopSettings, Policy, StaticKnowledge
+from kate.appworld.code_env import CodeEnvironment
 from kate.appworld.interpreter import Interpreter
-from kate.appworld.loop import LoopConfig, run_code_task
 from kate.appworld.stand_in import STAND_IN_TASKS, StandInWorld
+from kate.eval.runner import open_run, run_task
 from kate.llm.fake import FakeChatModel
+from kate.sampling.code import GreedyCode, WidthCode, vote_code
+from kate.tasks.appworld import AppWorldTask, Worlds, task_messages
+from kate.toolcall import ToolCall
+from kate.toolcall.code import extract_code, normalize_code
+
+CODE_LOOP = LoopSettings(max_steps=20, repeat_policy="warn", system_prompt=None, max_malformed=2)
+
+
+def code_of(step):
+    return step.calls[0].arguments["code"] if step.calls else None
+
+
+def solve(model, task_id, sampler=None, knowledge=None, **settings):
+    """One stand-in task through the AppWorld task (the policy's loop over the code environment)."""
+    policy = Policy(model, sampler or GreedyCode(), knowledge, LoopSettings(**{**CODE_LOOP.to_dict(), **settings}))
+    task = AppWorldTask(Worlds("stand_in"), [task_id])
+    trace = task.solve(task.items()[0], policy, 0)
+    return trace, task.score(task.items()[0], trace)
 
 
 def fenced(code: str, prose: str = "Let me look.") -> str:
@@ -114,13 +133,15 @@ def test_code_vote_counts_normalized_code_and_breaks_ties_by_first_sample():
 def test_width_code_majority_and_merge():
     texts = [fenced("x = 1"), fenced("x = 1"), fenced("y = 2"), "nothing"]
     step = WidthCode(n=4).act(FakeChatModel([texts]), [{"role": "user", "content": "t"}])
-    assert step.code == "x = 1" and step.vote["n_without_code"] == 1 and step.vote["margin"] == 0.25
+    vote = step.vote.to_dict()
+    assert code_of(step) == "x = 1" and vote["n_without_code"] == 1 and vote["margin"] == 0.25
+    assert step.calls == (ToolCall("python", {"code": "x = 1"}),)
     model = FakeChatModel([texts, fenced("z = x + 1")])
     merged = WidthCode(n=4, merge=True).act(model, [{"role": "user", "content": "t"}])
-    assert merged.code == "z = x + 1" and merged.vote["method"] == "merge"
+    assert code_of(merged) == "z = x + 1" and merged.vote.to_dict()["method"] == "merge"
     assert "Candidate 2" in model.requests[1]["messages"][-1]["content"]
     fallback = WidthCode(n=4, merge=True).act(FakeChatModel([texts, "I cannot decide"]), [{"role": "user", "content": "t"}])
-    assert fallback.code == "x = 1" and fallback.vote["merge_fallback"]
+    assert code_of(fallback) == "x = 1" and fallback.vote.to_dict()["merge_fallback"]
 
 
 # -------------------------------------------------------------------------- loop
@@ -133,30 +154,47 @@ def test_loop_solves_a_stand_in_task_with_a_scripted_model():
                "['access_token']\nnotes = apis.notes.show_notes(access_token=token)\nprint(len(notes))"),
         fenced("apis.supervisor.complete_task(answer=len(notes))"),
     ])  # fmt: skip
-    world = StandInWorld("notes_count")
-    record = run_code_task(model, world, GreedyCode(), config=LoopConfig(max_steps=6))
-    assert record["end"] == "completed" and record["n_steps"] == 3
-    assert record["steps"][1]["output"] == "3"
-    assert world.evaluate()["success"]
+    trace, score = solve(model, "notes_count", max_steps=6)
+    assert trace["end"] == "finished" and trace["n_steps"] == 3 and score["valid"]
+    assert trace["steps"][1]["output"] == "3"
     system, user = model.requests[0]["messages"][:2]
     assert "Ada Byron" in system["content"] and "How many notes" in user["content"]
-    assert "Output:\n```\n3\n```" in model.requests[2]["messages"][-1]["content"]
+    assert model.requests[2]["messages"][-1] == {"role": "user", "content": "Output:\n```\n3\n```"}
+    assert model.requests[1]["messages"][2]["content"].startswith("```python\naccounts =")
+    assert all(r["tools"] is None or r["tools"] == [] for r in model.requests)
 
 
 def test_loop_ends_on_repeats_and_on_replies_without_code():
-    repeat = run_code_task(FakeChatModel([fenced("print(1)")], repeat_last=True), StandInWorld("notes_count"),
-                           GreedyCode(), config=LoopConfig(max_steps=10, repeat_limit=3))  # fmt: skip
-    assert repeat["end"] == "repeat" and repeat["n_steps"] == 3
-    silent = run_code_task(FakeChatModel(["I will think about it."], repeat_last=True), StandInWorld("notes_count"),
-                           GreedyCode(), config=LoopConfig(max_steps=10))  # fmt: skip
-    assert silent["end"] == "no_code" and silent["steps"][0]["error"]
-    capped = run_code_task(FakeChatModel([fenced(f"print({i})") for i in range(6)]),
-                           StandInWorld("notes_count"), GreedyCode(), config=LoopConfig(max_steps=4))  # fmt: skip
+    repeat, _ = solve(FakeChatModel([fenced("print(1)")], repeat_last=True), "notes_count", max_steps=10)
+    assert repeat["end"] == "repeat" and repeat["n_steps"] == 3 and repeat["steps"][1]["repeat_of"] == 0
+    silent, score = solve(FakeChatModel(["I will think.", "Still thinking."]), "notes_count", max_steps=10)
+    assert silent["end"] == "malformed" and silent["steps"][0]["error"] and not score["valid"]
+    capped, _ = solve(FakeChatModel([fenced(f"print({i})") for i in range(6)]), "notes_count", max_steps=4)
     assert capped["end"] == "max_steps" and capped["n_steps"] == 4
+
+
+def test_code_environment_refuses_other_actions_and_cuts_long_output_only_in_the_prompt():
+    env = CodeEnvironment(StandInWorld("notes_count"), max_output_chars=5)
+    assert not env.execute(ToolCall("rm", {"path": "/"})).ok
+    assert env.execute(ToolCall("python", {"code": "print('abcdefghij')"})).content == "abcdefghij"
+    [shown] = env.action_format.results([ToolCall("python", {"code": ""})], ["abcdefghij"])
+    assert shown["content"].startswith("Output:\n```\nabcde\n... [5 more characters]")
 
 
 def test_loop_puts_knowledge_inside_the_first_user_turn():
     model = FakeChatModel([fenced("apis.supervisor.complete_task(answer=3)")])
-    record = run_code_task(model, StandInWorld("notes_count"), GreedyCode(), retrieve=lambda text, history: "KNOW")
+    trace, _ = solve(model, "notes_count", knowledge=StaticKnowledge("KNOW"))
     user = model.requests[0]["messages"][1]
-    assert user["role"] == "user" and user["content"].endswith("\n\nKNOW") and record["knowledge"] == "KNOW"
+    assert user["role"] == "user" and user["content"].endswith("\n\nKNOW") and trace["knowledge"] == "KNOW"
+
+
+def test_the_appworld_task_runs_through_the_one_runner_and_resumes(tmp_path):
+    scripted = [fenced(STAND_IN_TASKS[t].solution_code) for t in sorted(STAND_IN_TASKS)]
+    task = AppWorldTask(Worlds("stand_in"), sorted(STAND_IN_TASKS))
+    policy = Policy(FakeChatModel(scripted), GreedyCode(), None, CODE_LOOP)
+    store = open_run(tmp_path / "run", arm="direct", task=task, policy=policy, seed=0, config={"arm": "direct"})
+    records = run_task(task, policy, store, seed=0)
+    assert [r["id"] for r in records] == sorted(STAND_IN_TASKS) and all(r["valid"] for r in records)
+    assert all(r["category"] == "appworld" and r["evaluation"]["success"] for r in records)
+    again = run_task(task, Policy(FakeChatModel([]), GreedyCode(), None, CODE_LOOP), store, seed=0)
+    assert again == records  # nothing re-run: the model has no script left

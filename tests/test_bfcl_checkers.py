@@ -96,8 +96,9 @@ def test_irrelevance_rewards_abstaining_only():
 
 
 def test_a_stored_run_is_rescored_in_place_without_regenerating(tmp_path):
-    from kate.eval.bfcl_runner import rescore_run
     from kate.eval.run_store import RunStore, load_run
+    from kate.eval.runner import rescore_run
+    from kate.tasks.bfcl import task_for_records
 
     store = RunStore(tmp_path / "seed_0", {"arm": "x"})
     ls = [[{"name": "ls", "arguments": {"a": True}}]]
@@ -105,7 +106,7 @@ def test_a_stored_run_is_rescored_in_place_without_regenerating(tmp_path):
     store.append({"id": "multi_turn_base_1", "category": "multi_turn_base", **stale, "steps_per_turn": [ls, [], [], []]})
     store.append({"id": "simple_python_1", "category": "simple_python", "valid": True, "error_type": None,
                   "calls": [{"name": "nope", "arguments": {}}], "parse_error": None})  # fmt: skip
-    assert rescore_run(tmp_path / "seed_0") == {"records": 2, "changed": 2}
+    assert rescore_run(tmp_path / "seed_0", task_for_records) == {"records": 2, "changed": 2}
     multi, single = load_run(tmp_path / "seed_0")[1]
     assert multi["turns_passed"] == 1 and multi["turn_fraction"] == 0.25 and multi["error_type"] != "stale"
     assert single["valid"] is False and multi["steps_per_turn"][0] == ls

@@ -21,10 +21,12 @@ from kate.eval.run_store import RunMismatch, RunStore, load_run
 # A child process runs this arm slowly (the fake model sleeps per request) until the test kills it.
 ARM = """
 import sys, time
+from kate.agent import Policy
 from kate.bfcl.data import load_entries
-from kate.eval.run_eval import run_arm
+from kate.eval.arm import run_arm
 from kate.llm.fake import FakeChatModel
 from kate.sampling.policy import GreedySampler
+from kate.tasks.bfcl import BFCLTask
 
 def answer(messages, tools, n):
     time.sleep(float(sys.argv[2]))
@@ -34,8 +36,8 @@ def answer(messages, tools, n):
     name = tools[0]["function"]["name"]
     return ['<tool_call>{"name": "' + name + '", "arguments": {}}</tool_call>'] * n
 
-entries = load_entries("irrelevance", "test", 4) + load_entries("simple_python", "test", 4)
-run_arm("arm", FakeChatModel([answer], repeat_last=True), GreedySampler(), entries, sys.argv[1], seeds=[0],
+task = BFCLTask(load_entries("irrelevance", "test", 4) + load_entries("simple_python", "test", 4))
+run_arm("arm", task, Policy(FakeChatModel([answer], repeat_last=True), GreedySampler()), sys.argv[1], seeds=[0],
         config={"test": True})
 """
 
@@ -77,9 +79,20 @@ def test_a_killed_run_resumes_exactly(tmp_path):
 
 
 def test_a_folder_of_another_configuration_is_refused_by_name(tmp_path):
-    RunStore(tmp_path, {"arm": "a", "seed": 0})
+    RunStore(tmp_path, {"arm": "a", "seed": 0, "config": {"n": 1}, "items": ["x"]})
     with pytest.raises(RunMismatch, match=str(tmp_path / "meta.json")):
-        RunStore(tmp_path, {"arm": "a", "seed": 1})
+        RunStore(tmp_path, {"arm": "a", "seed": 1, "config": {"n": 1}})
+    with pytest.raises(RunMismatch, match="another configuration"):
+        RunStore(tmp_path, {"arm": "a", "seed": 0, "config": {"n": 2}})
+    grown = RunStore(tmp_path, {"arm": "renamed", "seed": 0, "config": {"n": 1}, "items": ["x", "y"], "workers": 4})
+    assert json.loads((tmp_path / "meta.json").read_text())["items"] == ["x", "y"] == grown.meta["items"]
+    (tmp_path / "meta.json").write_text("{not json")
+    with pytest.raises(RunMismatch, match="not valid JSON"):
+        RunStore(tmp_path, {"arm": "a", "seed": 0})
+
+
+# the main job's slice cut down: a category set to 0 is left out
+SLICE = "{simple_python: 1, irrelevance: 1, multi_turn_base: 1, multiple: 0, parallel: 0, live_simple: 0}"
 
 
 def _compose(name: str, overrides: list[str]):
@@ -93,9 +106,12 @@ def test_kate_eval_records_what_determines_a_run_and_reports_seeds(tmp_path):
     summary = run_eval(cfg)
     assert summary["seeds"] == [0, 1] and summary["across_seeds"]["simple_python"]["seeds"] == 2
     meta, records = load_run(tmp_path / "seed_1")
-    assert meta["config"]["sampling"]["n"] == 2 and meta["seed"] == 1 and meta["model"]["name"] == "fake"
-    assert meta["bfcl_eval"] and len(meta["data_sha256"]) == 64 and meta["scoring_model"]
-    assert meta["entries"] == ["simple_python_1", "multi_turn_base_1"]
+    assert meta["config"]["sampling"]["n"] == 2 and meta["seed"] == 1 and meta["policy"]["model"]["name"] == "fake"
+    assert meta["task"]["bfcl_eval"] and meta["task"]["scoring_model"] and meta["task"]["split"] == "test"
+    assert all(len(h) == 64 for h in meta["data"].values()) and set(meta["data"]) == {"simple_python", "multi_turn_base"}
+    assert meta["items"] == ["simple_python_1", "multi_turn_base_1"]
+    assert meta["policy"]["settings"]["max_steps"] == 2 and "WidthSampler(n=2" in meta["policy"]["sampler"]
+    assert meta["runtime"]["cpu_count"] and meta["config"]["loop"]["one_call"] is True
     single = next(r for r in records if r["category"] == "simple_python")
     assert single["prompt"] and single["outputs"] == ["I have no tool to call."] * 2 and single["valid"] is False
     multi = next(r for r in records if r["category"] == "multi_turn_base")
@@ -104,12 +120,47 @@ def test_kate_eval_records_what_determines_a_run_and_reports_seeds(tmp_path):
 
 
 def test_kate_main_compares_kate_with_direct_on_its_slice(tmp_path):
-    cfg = _compose("main", ["llm=fake", "~slice.categories", "max_steps=2", f"out_dir={tmp_path}",
-                            "+slice.categories={simple_python: 1, irrelevance: 1, multi_turn_base: 1}"])  # fmt: skip
+    cfg = _compose("main", ["llm=fake", "max_steps=2", f"out_dir={tmp_path}", f"slice.categories={SLICE}"])
     summaries = run_main(cfg)
     assert set(summaries) == {"direct", "kate"}
     report = (tmp_path / "report.md").read_text()
     assert "**kate vs direct** on 3 common entries" in report and "multi_turn_base turns passed:" in report
     kate_meta, kate_records = load_run(tmp_path / "kate" / "seed_0")
-    assert kate_meta["knowledge"]["single_turn"]["manifest"]["embedding"]["sha256"]  # the shipped base, described
+    assert kate_meta["policy"]["knowledge"]["single_turn"]["manifest"]["embedding"]["sha256"]  # the shipped base
     assert all(r["vote"]["method"] == "valid_majority" for r in kate_records if r["category"] != "multi_turn_base")
+
+
+def test_changing_one_arm_of_kate_main_keeps_the_other_arms_folders(tmp_path):
+    base = ["llm=fake", "max_steps=2", f"out_dir={tmp_path}",
+            "slice.categories={simple_python: 0, multiple: 0, parallel: 0, live_simple: 0, multi_turn_base: 0, irrelevance: 1}"]
+    run_main(_compose("main", base))
+    direct = (tmp_path / "direct" / "seed_0" / "meta.json").read_text()
+    with pytest.raises(RunMismatch, match=str(tmp_path / "kate" / "seed_0" / "meta.json")):
+        run_main(_compose("main", [*base, "arms.kate.sampling.n=2"]))  # direct resumes; only kate's folder differs
+    assert (tmp_path / "direct" / "seed_0" / "meta.json").read_text() == direct
+
+
+@pytest.mark.parametrize("override,key", [
+    ("system_prompt=kat", "system_prompt"), ("sampling.aggregate=best", "aggregate"), ("sampling.nn=3", "sampling.nn"),
+    ("+knowledge.single_turn.top_kk=3", "top_kk"), ("repeat_policy=sometimes", "repeat_policy"),
+])  # fmt: skip
+def test_kate_eval_refuses_a_bad_config_at_start_naming_the_key(tmp_path, override, key):
+    from hydra.errors import ConfigCompositionException
+
+    overrides = ["llm=fake", "arm=st", "limit=1", "categories=[simple_python]", f"out_dir={tmp_path}", override]
+    if override.startswith("sampling.aggregate"):
+        overrides[1] = "arm=w8v"
+    with pytest.raises((ValueError, ConfigCompositionException), match=key):
+        run_eval(_compose("eval", overrides))
+    assert not (tmp_path / "seed_0").exists()  # nothing ran
+
+
+def test_a_typo_under_arms_fails_against_the_schema():
+    from omegaconf import OmegaConf
+    from omegaconf.errors import ConfigKeyError
+
+    import kate.configs  # noqa: F401
+    from kate.eval.config import MainConfig
+
+    with pytest.raises(ConfigKeyError, match="knowlege"):
+        OmegaConf.merge(OmegaConf.structured(MainConfig), {"arms": {"kate": {"sampling": {}, "knowlege": None}}})

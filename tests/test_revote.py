@@ -9,10 +9,11 @@ import pytest
 
 from kate.bfcl.answers import first_possible_answer
 from kate.bfcl.data import load_entries
-from kate.eval.bfcl_runner import run_single_turn
 from kate.eval.revote import revote_record
 from kate.llm.fake import FakeChatModel
 from kate.sampling.policy import WidthSampler
+from kate.agent import Policy
+from kate.tasks.bfcl import BFCLTask
 
 
 def _text(call) -> str:
@@ -24,7 +25,9 @@ def test_revote_reproduces_the_run_and_rescores_another_rule():
     right = first_possible_answer(entry)[0]
     extra = type(right)(right.name, {**right.arguments, "unexpected_parameter": 1})
     samples = [_text(extra)] * 3 + [_text(right)] * 2 + ['{"name": "' + right.name + '", "arguments": {']
-    record = run_single_turn(entry, FakeChatModel([samples]), WidthSampler(n=6, aggregate="majority"), None, seed=0)
+    task, policy = BFCLTask([entry]), Policy(FakeChatModel([samples]), WidthSampler(n=6, aggregate="majority"))
+    trace = task.solve(entry, policy, 0)
+    record = {**task.score(entry, trace), **trace}
     assert not record["valid"] and record["vote"]["chosen"]["votes"] == 3
 
     again = revote_record(entry, record, "majority")

@@ -174,14 +174,15 @@ def test_one_call_mode_keeps_the_first_call_and_forgives_a_cut_tail():
     from kate.sampling.policy import GreedySampler, WidthSampler
 
     run_on = '{"name": "ls", "arguments": {"a": true}}\n{"name": "ls", "arguments": {"a": true}}\n{"name": "l'
-    step = GreedySampler(one_call=True).act(FakeChatModel([run_on]), [{"role": "user", "content": "x"}], None)
+    step = GreedySampler().act(FakeChatModel([run_on]), [{"role": "user", "content": "x"}], None, one_call=True)
     assert step.calls == (ToolCall("ls", {"a": True}),) and step.parse_error is None
     strict = GreedySampler().act(FakeChatModel([run_on]), [{"role": "user", "content": "x"}], None)
     assert strict.calls == () and strict.parse_error  # the default stays strict
     broken_first = '{"name": "ls", "arguments": {"a": tru'
-    step = GreedySampler(one_call=True).act(FakeChatModel([broken_first]), [{"role": "user", "content": "x"}], None)
+    step = GreedySampler().act(FakeChatModel([broken_first]), [{"role": "user", "content": "x"}], None, one_call=True)
     assert step.calls == () and step.parse_error
-    width = WidthSampler(n=3, one_call=True).act(FakeChatModel([[run_on, run_on, "plain"]]), [{"role": "user", "content": "x"}], None)
+    width = WidthSampler(n=3).act(FakeChatModel([[run_on, run_on, "plain"]]), [{"role": "user", "content": "x"}], None,
+                                 one_call=True)
     assert width.calls == (ToolCall("ls", {"a": True}),) and width.vote.chosen.votes == 2
 
 

@@ -1,6 +1,11 @@
-"""The agent loop (user turn -> retrieve -> sample/vote -> execute -> observe) and its records."""
+"""The policy (model + knowledge + sampler + loop settings), the agent loop and its records."""
 
-from kate.agent.loop import DialogueResult, StepRecord, TurnResult, run_dialogue, run_turn
-from kate.agent.trajectory_io import append_jsonl, read_jsonl
+from kate.agent.knowledge import Knowledge, KnowledgeContext, Retrieved, StaticKnowledge, inject
+from kate.agent.policy import Policy, PolicyStep
+from kate.agent.records import DialogueResult, StepRecord, TurnResult
+from kate.agent.settings import LoopSettings, resolve_system_prompt
 
-__all__ = ["DialogueResult", "StepRecord", "TurnResult", "append_jsonl", "read_jsonl", "run_dialogue", "run_turn"]
+__all__ = [
+    "DialogueResult", "Knowledge", "KnowledgeContext", "LoopSettings", "Policy", "PolicyStep", "Retrieved",
+    "StaticKnowledge", "StepRecord", "TurnResult", "inject", "resolve_system_prompt",
+]  # fmt: skip

@@ -1,6 +1,10 @@
 """The environment seam: tools to offer, ``execute(call) -> Observation``, a JSON-able state.
 
 BFCL backends, AppWorld and a user's own Python functions all look the same to the agent loop.
+Two optional members (``kate/envs/actions.py``): ``action_format`` (how steps are written into the
+history: OpenAI tool calls by default, or code blocks) and ``finished()`` (the environment ended
+the task itself, e.g. AppWorld's ``complete_task``). A code-action environment offers no tools and
+receives ``ToolCall("python", {"code": ...})``.
 Contract: ``execute`` never raises for anything the model can send. An unknown function, missing,
 unknown or ill-typed arguments, or an exception inside the tool all come back as an
 ``Observation`` with ``ok=False`` and a message the model can read.

@@ -16,9 +16,8 @@ from typing import Any
 
 from omegaconf import DictConfig
 
-from kate.eval.main_job import comparison_report
-from kate.eval.report import plot_accuracy_vs_n, plot_categories, seed_spread, seed_table, summarize
-from kate.eval.run_store import load_run
+from kate.eval.report import comparison_report, plot_accuracy_vs_n, plot_categories, seed_spread, seed_table, summarize
+from kate.eval.run_store import load_run, meta_summary
 from kate.io import atomic_write_json, atomic_write_text
 
 
@@ -35,8 +34,9 @@ def load_seeds(folder: str | Path) -> tuple[dict[str, Any], dict[int, list[dict[
 
 def samples_per_step(meta: dict[str, Any]) -> int:
     """N of a width run (from the recorded sampler), 1 for greedy and depth."""
-    match = re.search(r"\bn=(\d+)", str(meta.get("sampler", "")))
-    return int(match.group(1)) if match and "Width" in str(meta.get("sampler", "")) else 1
+    sampler = str(meta_summary(meta)["sampler"] or "")
+    match = re.search(r"\bn=(\d+)", sampler)
+    return int(match.group(1)) if match and "Width" in sampler else 1
 
 
 def accuracy_of(records: list[dict[str, Any]]) -> float:
@@ -51,7 +51,8 @@ def run_report(cfg: DictConfig) -> dict[str, Any]:
     for name, folder in cfg.runs.items():
         metas[name], seeds[name] = load_seeds(folder)
     first = {name: per_seed[min(per_seed)] for name, per_seed in seeds.items()}
-    notes = [f"- **{name}**: {metas[name].get('model', {}).get('name')}, {metas[name].get('sampler')}, "
+    shown = {name: meta_summary(meta) for name, meta in metas.items()}
+    notes = [f"- **{name}**: {(shown[name]['model'] or {}).get('name')}, {shown[name]['sampler']}, "
              f"seeds {sorted(seeds[name])}, {len(first[name])} records ({cfg.runs[name]})" for name in seeds]  # fmt: skip
     notes.append("\nAccuracy % [95% Wilson interval] of the lowest seed; spread across seeds below and in summary.json.")
     text = comparison_report(first, cfg.title, notes)

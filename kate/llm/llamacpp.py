@@ -99,6 +99,18 @@ class LlamaCppChatModel:
         self.eos_token = self._model.token_get_text(self._model.token_eos()) if self._model.token_eos() >= 0 else ""
         self._cached: list[int] = []  # prompt tokens whose cells (seq 0) are in the KV cache
         self._lock = threading.Lock()  # one llama context: one request at a time
+        self._threads = (threads, threads_batch)
+
+    def runtime(self) -> dict[str, object]:
+        """What decides a greedy run's numerics on this machine: llama.cpp's version and build, the
+        CPU features its kernels use, thread counts and batch shape (a near-tie can flip across builds)."""
+        info = self._llama_cpp.llama_print_system_info()
+        return {
+            "engine": "llama-cpp-python", "version": self._llama_cpp.__version__,
+            "system_info": info.decode("utf-8", "replace").strip() if isinstance(info, bytes) else str(info),
+            "n_threads": self._threads[0], "n_threads_batch": self._threads[1], "cpu_count": os.cpu_count(),
+            "n_ctx": self.n_ctx, "n_batch": self.n_batch, "max_parallel": self.max_parallel,
+        }  # fmt: skip
 
     # ----------------------------------------------------------------------------- prompt
     def render(self, messages: list[Message], tools: list[ToolSchema] | None = None) -> str:

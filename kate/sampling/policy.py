@@ -1,7 +1,8 @@
 """Per-step action selection: a ``Sampler`` turns the history into one ``Step`` (calls or answer).
 
 Greedy (one sample, temperature 0), width (ONE request with ``n=N``, then a vote) and depth (a
-depth prompt before acting; it wraps greedy by default, or any other sampler).
+depth prompt before acting; it wraps greedy by default, or any other sampler). ``one_call`` is an
+argument of ``act``, not a field, so that a sampler wrapping another passes it on.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ class Step:
 @runtime_checkable
 class Sampler(Protocol):
     def act(self, model: ChatModel, messages: list[Message], tools: list[ToolSchema] | None, *,
-            seed: int | None = None) -> Step: ...
+            seed: int | None = None, one_call: bool = False) -> Step: ...
 
 
 def request_usage(completions: Sequence[Completion], extra: Usage = Usage()) -> Usage:
@@ -69,13 +70,11 @@ class GreedySampler:
     """One sample at temperature 0."""
 
     max_tokens: int = 256
-    one_call: bool = False  # each step is the first call the model writes (see first_call_only)
 
     def act(self, model: ChatModel, messages: list[Message], tools: list[ToolSchema] | None, *,
-            seed: int | None = None) -> Step:
+            seed: int | None = None, one_call: bool = False) -> Step:
         completions = _require(
-            model.chat(messages, tools, n=1, temperature=0.0, max_tokens=self.max_tokens, seed=seed), model,
-            self.one_call,
+            model.chat(messages, tools, n=1, temperature=0.0, max_tokens=self.max_tokens, seed=seed), model, one_call
         )
         first = completions[0]
         return Step(first.tool_calls, first.text, completions, None, request_usage(completions[:1]), first.parse_error)
@@ -95,7 +94,6 @@ class WidthSampler:
     max_tokens: int = 256
     logprobs: bool = True
     critic_max_tokens: int = 16
-    one_call: bool = False  # each sample's action is its first call (see first_call_only)
 
     def __post_init__(self) -> None:
         if self.aggregate not in AGGREGATORS:
@@ -104,12 +102,12 @@ class WidthSampler:
             raise ValueError(f"n must be a positive integer, got {self.n!r}")
 
     def act(self, model: ChatModel, messages: list[Message], tools: list[ToolSchema] | None, *,
-            seed: int | None = None) -> Step:
+            seed: int | None = None, one_call: bool = False) -> Step:
         completions = _require(
             model.chat(messages, tools, n=self.n, temperature=self.temperature, max_tokens=self.max_tokens,
                        seed=seed, logprobs=self.logprobs),
             model,
-            self.one_call,
+            one_call,
         )
         vote = AGGREGATORS[self.aggregate](
             model, messages, tools, completions, max_tokens=self.critic_max_tokens, seed=seed
@@ -128,12 +126,11 @@ class DepthSampler:
     kinds: tuple[str, ...] = ALL_KINDS
     max_tokens: int = 256
     inner: Sampler | None = None
-    one_call: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "kinds", normalize_kinds(self.kinds))
 
     def act(self, model: ChatModel, messages: list[Message], tools: list[ToolSchema] | None, *,
-            seed: int | None = None) -> Step:
-        inner = self.inner if self.inner is not None else GreedySampler(self.max_tokens, self.one_call)
-        return inner.act(model, with_depth_prompt(messages, self.kinds), tools, seed=seed)
+            seed: int | None = None, one_call: bool = False) -> Step:
+        inner = self.inner if self.inner is not None else GreedySampler(self.max_tokens)
+        return inner.act(model, with_depth_prompt(messages, self.kinds), tools, seed=seed, one_call=one_call)

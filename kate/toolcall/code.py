@@ -1,4 +1,4 @@
-"""Code actions: the Python a model writes as its next AppWorld step, extracted and normalized.
+"""Code actions: the Python a model writes as its next step (AppWorld), extracted and normalized.
 
 ``extract_code`` takes the first fenced block (```python, ```py or a bare fence), or the whole
 reply when it is itself code that calls ``apis``; anything else is a recorded failure
@@ -13,6 +13,9 @@ import ast
 import re
 from dataclasses import dataclass
 
+from kate.toolcall.call import ToolCall
+
+CODE_TOOL = "python"  # the one action of a code-action environment: {"code": <python source>}
 FENCE = re.compile(r"```[ \t]*(?P<lang>[A-Za-z0-9_+-]*)[ \t]*\n(?P<code>.*?)(?:```|\Z)", re.DOTALL)
 CODE_LANGS = {"", "python", "py", "python3"}
 
@@ -50,3 +53,8 @@ def normalize_code(code: str) -> str:
         return ast.unparse(ast.parse(code))
     except (SyntaxError, ValueError, RecursionError):
         return " ".join(code.split())
+
+
+def code_call(code: str) -> ToolCall:
+    """A code action in the canonical call type."""
+    return ToolCall(CODE_TOOL, {"code": code})

@@ -1,7 +1,9 @@
-"""Per-step code selection for the AppWorld loop: greedy, or width (N samples in one request, a
+"""Samplers for code-action environments (AppWorld): greedy, or width (N samples in one request, a
 vote over normalized code, and optionally a merge: when the candidates differ, the model writes
 the next code chunk from them, as KATE does for AppWorld).
 
+They are ``Sampler``s like the tool-call ones: a ``Step`` whose one call is the code action
+(``ToolCall("python", {"code": ...})``), or no call and a ``parse_error`` when no sample wrote code.
 Vote: each sample's code is normalized (``normalize_code``); the key with the most samples wins,
 ties go to the earliest sample. Samples without code never win unless no sample has code.
 """
@@ -10,11 +12,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
-from kate.appworld.code_action import CodeAction, extract_code
-from kate.llm.base import ChatModel, Completion, Message, Usage
-from kate.sampling.policy import request_usage
+from kate.llm.base import ChatModel, Completion, Message, ToolSchema, Usage
+from kate.sampling.policy import Step, request_usage
+from kate.toolcall.code import CodeAction, code_call, extract_code
 
 MERGE_PROMPT = (
     "Candidate next code steps for the task above:\n\n{candidates}\n\n"
@@ -24,32 +26,35 @@ MERGE_PROMPT = (
 
 
 @dataclass(frozen=True)
-class CodeStep:
-    """What a sampler chose: ``code`` (None: no usable code; ``error`` says why) and its cost."""
+class CodeVote:
+    """The code vote as recorded: candidates with their votes, margin, method (majority | merge)."""
 
-    code: str | None
-    text: str
-    error: str | None
-    completions: tuple[Completion, ...]
-    vote: dict[str, Any] | None = None
-    usage: Usage = Usage()
+    data: dict[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.data)
 
 
-@runtime_checkable
-class CodeSampler(Protocol):
-    def act(self, model: ChatModel, messages: list[Message], *, seed: int | None = None) -> CodeStep: ...
+def code_step(code: str | None, text: str, error: str | None, completions: tuple[Completion, ...],
+              vote: dict[str, Any] | None, usage: Usage) -> Step:
+    """The Step of a code sampler: one code action, or none with the reason."""
+    calls = (code_call(code),) if code is not None else ()
+    return Step(calls, text, completions, CodeVote(vote) if vote is not None else None, usage,
+                None if code is not None else (error or "no code"))  # fmt: skip
 
 
 @dataclass(frozen=True)
 class GreedyCode:
     max_tokens: int = 400
 
-    def act(self, model: ChatModel, messages: list[Message], *, seed: int | None = None) -> CodeStep:
+    def act(self, model: ChatModel, messages: list[Message], tools: list[ToolSchema] | None = None, *,
+            seed: int | None = None, one_call: bool = False) -> Step:
         completions = tuple(model.chat(messages, None, n=1, temperature=0.0, max_tokens=self.max_tokens, seed=seed))
         if not completions:
             raise RuntimeError(f"model {getattr(model, 'name', model)!r} returned no completion")
         action = extract_code(completions[0].text)
-        return CodeStep(action.code, completions[0].text, action.error, completions[:1], None, request_usage(completions[:1]))
+        return code_step(action.code, completions[0].text, action.error, completions[:1], None,
+                         request_usage(completions[:1]))  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -86,7 +91,8 @@ class WidthCode:
         if self.n < 1:
             raise ValueError(f"n must be >= 1, got {self.n}")
 
-    def act(self, model: ChatModel, messages: list[Message], *, seed: int | None = None) -> CodeStep:
+    def act(self, model: ChatModel, messages: list[Message], tools: list[ToolSchema] | None = None, *,
+            seed: int | None = None, one_call: bool = False) -> Step:
         completions = tuple(model.chat(messages, None, n=self.n, temperature=self.temperature,
                                        max_tokens=self.max_tokens, seed=seed))  # fmt: skip
         if not completions:
@@ -98,14 +104,14 @@ class WidthCode:
                 "candidates": [c.to_dict() for c in candidates],
                 "margin": ((winner.votes - runner_up) / len(completions)) if winner else 0.0, "method": "majority"}  # fmt: skip
         if winner is None:
-            return CodeStep(None, completions[0].text, actions[0].error, completions, vote, request_usage(completions))
+            return code_step(None, completions[0].text, actions[0].error, completions, vote, request_usage(completions))
         if self.merge and len(candidates) > 1:
             return self._merge(model, messages, winner, candidates, completions, vote, seed)
-        return CodeStep(winner.code, completions[winner.samples[0]].text, None, completions, vote, request_usage(completions))
+        return code_step(winner.code, completions[winner.samples[0]].text, None, completions, vote, request_usage(completions))
 
     def _merge(self, model: ChatModel, messages: list[Message], winner: CodeCandidate,
                candidates: tuple[CodeCandidate, ...], completions: tuple[Completion, ...], vote: dict[str, Any],
-               seed: int | None) -> CodeStep:  # fmt: skip
+               seed: int | None) -> Step:  # fmt: skip
         shown = candidates[: self.merge_max_candidates]
         listing = "\n\n".join(f"Candidate {i} ({c.votes} of {len(completions)} samples):\n```python\n{c.code}\n```"
                               for i, c in enumerate(shown, start=1))  # fmt: skip
@@ -116,5 +122,5 @@ class WidthCode:
         vote = {**vote, "method": "merge", "merge_reply": reply[0].text if reply else None,
                 "merge_fallback": merged.code is None}  # fmt: skip
         if merged.code is None:  # the merge failed: the majority stands
-            return CodeStep(winner.code, completions[winner.samples[0]].text, None, completions, vote, usage)
-        return CodeStep(merged.code, reply[0].text, None, completions, vote, usage)
+            return code_step(winner.code, completions[winner.samples[0]].text, None, completions, vote, usage)
+        return code_step(merged.code, reply[0].text, None, completions, vote, usage)

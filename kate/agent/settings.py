@@ -1,0 +1,77 @@
+"""Loop settings: how a policy runs turns and dialogues, the same for every arm of a comparison.
+
+Every field has help text (``field(metadata={"help": ...})``), shown by ``kate <job> --help`` style
+tools and checked by a test; bad values fail when the settings are made, naming the field.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+REPEAT_POLICIES = ("end_turn", "warn", "off")
+# Turn ``t`` of a dialogue samples with ``seed + SEED_STRIDE * t``; step ``i`` of a turn with ``+ i``.
+SEED_STRIDE = 1000
+
+AGENT_SYSTEM_PROMPT = (
+    "You can call the provided functions to act in the user's environment. Make one call at a time "
+    "unless the calls are independent, and read each result before the next call. When the request is "
+    "done, or cannot be done with these functions, reply to the user in plain text without any call."
+)
+SYSTEM_PROMPTS = {"kate": AGENT_SYSTEM_PROMPT}
+
+
+def resolve_system_prompt(value: str | None) -> str | None:
+    """A preset name (``kate``), ``None`` / ``""`` / ``none`` (no system prompt), or a prompt's own text.
+
+    A single word that is not a preset is refused: it is a typo of a preset far more often than a
+    prompt (``system_prompt: kat`` would otherwise be sent to the model word for word)."""
+    if value is None or value == "" or value == "none":
+        return None
+    if value in SYSTEM_PROMPTS:
+        return SYSTEM_PROMPTS[value]
+    if len(value.split()) < 2:
+        raise ValueError(f"system_prompt {value!r} is neither a preset ({', '.join(SYSTEM_PROMPTS)}, none) "
+                         "nor a prompt (a prompt has more than one word)")  # fmt: skip
+    return value
+
+
+def _help(text: str) -> dict[str, str]:
+    return {"help": text}
+
+
+@dataclass(frozen=True)
+class LoopSettings:
+    """How turns and dialogues run. Defaults are what kate's BFCL arms use."""
+
+    max_steps: int = field(default=20, metadata=_help("model steps per user turn before the turn ends (BFCL: 20)"))
+    repeat_policy: str = field(default="warn", metadata=_help(
+        "a step repeating an earlier call set of the turn: end_turn | warn (not run again, the model is told; "
+        "a second repeat ends the turn) | off (run like any call)"))
+    system_prompt: str | None = field(default="kate", metadata=_help(
+        "system message of a dialogue: a preset (kate), none, or the prompt's text"))
+    one_call: bool = field(default=False, metadata=_help(
+        "in turns and dialogues each step is the first call the model writes; a single step keeps every call"))
+    max_malformed: int | None = field(default=None, metadata=_help(
+        "consecutive unreadable actions that end a turn; null: only the same unreadable output twice ends it"))
+
+    def __post_init__(self) -> None:
+        if self.repeat_policy not in REPEAT_POLICIES:
+            raise ValueError(f"repeat_policy must be one of {REPEAT_POLICIES}, got {self.repeat_policy!r}")
+        if not isinstance(self.max_steps, int) or not 1 <= self.max_steps < SEED_STRIDE:
+            raise ValueError(f"max_steps must be an integer in [1, {SEED_STRIDE}), got {self.max_steps!r}")
+        if self.max_malformed is not None and self.max_malformed < 1:
+            raise ValueError(f"max_malformed must be >= 1 or null, got {self.max_malformed!r}")
+        resolve_system_prompt(self.system_prompt)
+
+    @property
+    def system_message(self) -> str | None:
+        """The system prompt's text (presets resolved), or None."""
+        return resolve_system_prompt(self.system_prompt)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def help(cls) -> dict[str, str]:
+        return {f.name: f.metadata["help"] for f in fields(cls)}

@@ -1,0 +1,61 @@
+"""An arm: a policy built from config nodes (sampler, knowledge) and the job's loop settings, run
+over a task for one or more seeds, one result folder per seed. ``kate eval``, ``kate main`` and
+``bench/bfcl.py`` build and run arms only through here."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from hydra.errors import InstantiationException
+from hydra.utils import instantiate
+
+from kate.agent.policy import Policy
+from kate.agent.settings import LoopSettings
+from kate.eval.config import check_target
+from kate.eval.runner import open_run, run_task
+from kate.llm.base import ChatModel
+from kate.retrieval.knowledge import make_knowledge
+from kate.tasks.base import Task
+
+LOOP_KEYS = ("max_steps", "repeat_policy", "system_prompt", "one_call")
+
+
+def loop_settings(cfg: Mapping[str, Any]) -> LoopSettings:
+    """The job's loop settings (``max_steps``, ``repeat_policy``, ``system_prompt``, ``one_call``)."""
+    return LoopSettings(**{k: cfg[k] for k in LOOP_KEYS if k in cfg})
+
+
+def check_arm(sampling: Mapping[str, Any], knowledge: Mapping[str, Any] | None, path: str) -> None:
+    """Fail before any model loads: unknown keys in the sampler or retrieval nodes, bad values."""
+    check_target(sampling, f"{path}.sampling")
+    try:
+        instantiate(sampling)  # samplers validate their values (aggregate, n) when made
+    except InstantiationException as error:
+        raise ValueError(f"{path}.sampling: {error.__cause__ or error}") from None
+    for kind, node in (knowledge or {}).items():
+        if node:
+            check_target(node, f"{path}.knowledge.{kind}")
+
+
+def build_policy(model: ChatModel, sampling: Mapping[str, Any], knowledge: Mapping[str, Any] | None,
+                 settings: LoopSettings) -> Policy:  # fmt: skip
+    return Policy(model, instantiate(sampling), make_knowledge(knowledge, intent_model=model), settings)
+
+
+def arm_config(llm: Mapping[str, Any], sampling: Mapping[str, Any], knowledge: Mapping[str, Any] | None,
+               settings: LoopSettings) -> dict[str, Any]:  # fmt: skip
+    """What determines an arm's records, as configured (fingerprinted with the policy and the task)."""
+    return {"llm": dict(llm), "sampling": dict(sampling), "knowledge": knowledge, "loop": settings.to_dict()}
+
+
+def run_arm(name: str, task: Task, policy: Policy, out_dir: str | Path, *, seeds: Sequence[int],
+            config: Mapping[str, Any], workers: int = 1) -> dict[int, list[dict[str, Any]]]:  # fmt: skip
+    """Run (or resume) the arm for each seed; returns seed -> records."""
+    results = {}
+    for seed in seeds:
+        store = open_run(Path(out_dir) / f"seed_{seed}", arm=name, task=task, policy=policy, seed=seed,
+                         config=config, workers=workers)  # fmt: skip
+        results[seed] = run_task(task, policy, store, seed=seed, workers=workers, desc=f"{name} seed {seed}")
+    return results

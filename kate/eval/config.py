@@ -1,0 +1,128 @@
+"""Typed schemas of the evaluation jobs (``kate eval``, ``kate main``, ``kate report``), registered
+with Hydra's ConfigStore by ``kate.configs``: an unknown key, a bad enum value or a wrong type fails
+when the job starts, naming the key. Every field has help text (TRL's configs are the anchor).
+
+Model, sampler and retrieval nodes are Hydra ``_target_`` nodes (``conf/llm``, ``conf/sampling``,
+``conf/retrieval``); ``check_target`` checks their keys against the target's parameters at start.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import inspect
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, Dict, List, Optional
+
+from omegaconf import MISSING, DictConfig, OmegaConf
+
+HYDRA_KEYS = {"_target_", "_convert_", "_recursive_", "_partial_", "_args_"}
+
+
+def _help(text: str, default: Any = MISSING, factory: Any = None) -> Any:
+    if factory is not None:
+        return field(default_factory=factory, metadata={"help": text})
+    return field(default=default, metadata={"help": text})
+
+
+class Split(Enum):
+    test = "test"
+    train = "train"
+    all = "all"
+
+
+class RepeatPolicy(Enum):
+    end_turn = "end_turn"
+    warn = "warn"
+    off = "off"
+
+
+@dataclass
+class KnowledgeConfig:
+    single_turn: Any = _help("retrieval config for single-turn entries (conf/retrieval/); null: no knowledge", None)
+    multi_turn: Any = _help("retrieval config for multi-turn dialogues (conf/retrieval/); null: no knowledge", None)
+
+
+@dataclass
+class LoopFields:
+    """The loop settings every arm of a job shares (``kate.agent.settings.LoopSettings``)."""
+
+    max_steps: int = _help("model steps per user turn (BFCL's own limit is 20)", 20)
+    repeat_policy: RepeatPolicy = _help("a repeated call: end_turn | warn | off, the same for every arm", RepeatPolicy.warn)
+    system_prompt: Optional[str] = _help("dialogue system prompt: kate (kate/agent/settings.py), none, or a text", "kate")
+    one_call: bool = _help("multi-turn steps take the first call the model writes", True)
+
+
+@dataclass
+class EvalConfig(LoopFields):
+    llm: Any = _help("the model client (conf/llm/: llamacpp | hf | openai | fake)")
+    sampling: Any = _help("the sampler and its vote (conf/sampling/: greedy | width | depth)")
+    knowledge: Optional[KnowledgeConfig] = _help("retrieval per entry kind; null: none (an arm: conf/arm/)", None)
+    name: str = _help("the arm's name (result folder, reports)", "direct")
+    categories: List[str] = _help("BFCL-V3 categories to run", factory=lambda: ["simple_python"])
+    split: Split = _help("test (KATE's odd half) | train (even half) | all", Split.test)
+    limit: Optional[int] = _help("entries per category (null: all of the split)", 50)
+    seeds: List[int] = _help("one result folder per seed", factory=lambda: [0])
+    workers: int = _help("entries in parallel (useful with llm=openai; a local engine serializes)", 1)
+    out_dir: str = _help("result folder of the arm (seed_<s>/ inside)", "runs/${name}")
+
+
+@dataclass
+class ArmConfig:
+    sampling: Any = _help("the arm's sampler (conf/sampling/)")
+    knowledge: Optional[KnowledgeConfig] = _help("the arm's knowledge; null: none", None)
+
+
+@dataclass
+class SliceConfig:
+    split: Split = _help("KATE's half to draw from", Split.test)
+    categories: Dict[str, int] = _help("category -> number of entries in index order (0 leaves it out)", factory=dict)
+
+
+@dataclass
+class MainConfig(LoopFields):
+    llm: Any = _help("the model client every arm shares (conf/llm/)")
+    arms: Dict[str, ArmConfig] = _help("arm name -> sampler and knowledge; the first is the baseline", factory=dict)
+    slice: SliceConfig = _help("the fixed BFCL slice", factory=SliceConfig)
+    seed: int = _help("sampling seed of every arm", 0)
+    out_dir: str = _help("<out_dir>/<arm>/seed_<s>/, report.md, categories.png", "runs/main")
+
+
+@dataclass
+class ReportConfig:
+    runs: Optional[Dict[str, str]] = _help("name -> arm folder (seed_*/ inside) or one seed folder; first = baseline", None)
+    title: str = _help("report title", "kate runs")
+    out_dir: str = _help("where report.md, summary.json and the plots go", "runs/report")
+
+
+def plain(cfg: DictConfig) -> dict[str, Any]:
+    """The resolved config as plain containers (enums as their names)."""
+    return OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)  # type: ignore[return-value]
+
+
+def _target_parameters(target: str) -> tuple[set[str] | None, str]:
+    module, _, name = target.rpartition(".")
+    obj = getattr(importlib.import_module(module), name)
+    if dataclasses.is_dataclass(obj):
+        return {f.name for f in dataclasses.fields(obj) if f.init}, name
+    params = inspect.signature(obj).parameters.values()
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
+        return None, name
+    return {p.name for p in params if p.kind is not inspect.Parameter.VAR_POSITIONAL}, name
+
+
+def check_target(node: Any, path: str) -> None:
+    """Every key of a ``_target_`` node (and of nested ones) must be a parameter of its target."""
+    if isinstance(node, DictConfig):
+        node = OmegaConf.to_container(node, resolve=True)
+    if not isinstance(node, dict):
+        return
+    if "_target_" in node:
+        known, name = _target_parameters(str(node["_target_"]))
+        unknown = sorted(set(node) - HYDRA_KEYS - (known or set())) if known is not None else []
+        if unknown:
+            raise ValueError(f"{path}.{unknown[0]}: not a parameter of {name} (known: {', '.join(sorted(known or ()))})")
+    for key, value in node.items():
+        if isinstance(value, dict):
+            check_target(value, f"{path}.{key}")

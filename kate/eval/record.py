@@ -1,0 +1,45 @@
+"""The one record type of a run: an item's id and category, the seed, the task's score, the
+policy's trace, and the wall time. Written as one JSON line with the score's keys first::
+
+    {"id", "category", "seed", <score: valid, error_type, ...>, <trace: prompt, calls, turns, ...>, "seconds"}
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+HEAD = ("id", "category", "seed")
+
+
+@dataclass(frozen=True)
+class Record:
+    id: str
+    category: str
+    seed: int
+    score: Mapping[str, Any]
+    trace: Mapping[str, Any] = field(default_factory=dict)
+    seconds: float | None = None
+
+    def __post_init__(self) -> None:
+        if "valid" not in self.score:
+            raise ValueError(f"{self.id}: a score must say whether the item is solved ('valid'), got {dict(self.score)}")
+
+    @property
+    def valid(self) -> bool:
+        return bool(self.score["valid"])
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {"id": self.id, "category": self.category, "seed": self.seed, **self.score, **self.trace}
+        if self.seconds is not None:
+            out["seconds"] = self.seconds
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], score_keys: tuple[str, ...] = ("valid",)) -> "Record":
+        """A stored line; keys other than ``score_keys`` and the head are the trace."""
+        rest = {k: v for k, v in data.items() if k not in HEAD and k != "seconds"}
+        score = {k: rest.pop(k) for k in score_keys if k in rest}
+        return cls(str(data["id"]), str(data.get("category", "")), int(data.get("seed", 0)), score, rest,
+                   data.get("seconds"))  # fmt: skip
