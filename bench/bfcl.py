@@ -39,6 +39,7 @@ from kate.eval.revote import revote_record  # noqa: E402
 from kate.eval.run_store import fingerprint, load_run  # noqa: E402
 from kate.eval.runner import open_run, rescore_run, run_item, run_meta, run_task  # noqa: E402
 from kate.io import atomic_write_json  # noqa: E402
+from kate.retrieval.knowledge import VOLATILE_MANIFEST_KEYS  # noqa: E402
 from kate.tasks.bfcl import BFCLTask, task_for_records  # noqa: E402
 
 LLM_OVERRIDES = ["llm.max_parallel=8"]  # what every committed arm ran with (width 8 in one round)
@@ -117,6 +118,16 @@ def run_interleaved(model, arms: list[str], single: int, multi: int, seed: int, 
     bar.close()
 
 
+def _identity(knowledge: dict | None) -> dict | None:
+    """Knowledge as a fingerprint sees it: per kind, the retrieval settings and the manifest less
+    ``VOLATILE_MANIFEST_KEYS`` (old metas kept the whole manifest)."""
+    if not knowledge:
+        return None
+    return {kind: {"retrieval": k["retrieval"], "manifest": {m: v for m, v in k["manifest"].items()
+                                                             if m not in VOLATILE_MANIFEST_KEYS}}
+            for kind, k in knowledge.items()}  # fmt: skip
+
+
 def migrate(model) -> None:
     """Folders written before the one runner keep their records; their meta.json is rewritten in the
     new layout (the old one kept under ``migrated_from``) after checking that the arm's config
@@ -133,7 +144,7 @@ def migrate(model) -> None:
         checks = {"max_steps": settings.max_steps, "repeat_policy": settings.repeat_policy,
                   "one_call": settings.one_call, "system_prompt": settings.system_message}  # fmt: skip
         wrong = [k for k, v in checks.items() if old.get(k, v) != v]
-        if old.get("knowledge") != described["knowledge"]:
+        if _identity(old.get("knowledge")) != _identity(described["knowledge"]):
             wrong.append("knowledge")
         if wrong:
             raise SystemExit(f"{folder}/meta.json: {', '.join(wrong)} differ from conf/arm/{arm}.yaml; not migrated")

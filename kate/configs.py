@@ -1,7 +1,8 @@
 """Every job's typed schema, registered with Hydra's ConfigStore (``<job>_schema``; each
 ``conf/<job>.yaml`` names its schema first in its defaults list). Unknown keys, bad enum values
 and wrong types fail when the job starts, naming the key. The evaluation jobs' schemas live with
-them (``kate/eval/config.py``); the others are here."""
+them (``kate/eval/config.py``); the others are here. Code that composes with Hydra's ``compose`` API
+imports this module first (``kate.cli`` does)."""
 
 from __future__ import annotations
 

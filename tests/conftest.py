@@ -10,6 +10,7 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
+import kate.configs  # noqa: E402,F401  (the typed job schemas, for tests that compose configs directly)
 from kate.demo import DEMO_TOOLS  # noqa: E402
 from kate.llm.registry import DEFAULT_AGENT_MODEL, SMALL_TEST_MODEL  # noqa: E402
 

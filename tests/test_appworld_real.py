@@ -10,16 +10,17 @@ from pathlib import Path
 
 import pytest
 
+from kate.agent import KnowledgeContext, LoopSettings, Policy
 from kate.appworld.client import DEFAULT_PYTHON, AppWorldClient, AppWorldDataMissing, AppWorldError, AppWorldNotInstalled
-from kate.appworld.code_sampling import GreedyCode
 from kate.appworld.knowledge import CODE_TEMPLATE, build_code_kb, stand_in_solutions
-from kate.appworld.loop import LoopConfig, run_code_task
-from kate.appworld.runner import run_appworld
 from kate.appworld.stand_in import StandInWorld
+from kate.appworld_cmd import run_appworld
 from kate.knowledge.embedder import Embedder
 from kate.retrieval.config import RetrievalConfig
-from kate.retrieval.hook import make_retrieve_hook
+from kate.retrieval.knowledge import RetrievalKnowledge
 from kate.retrieval.retriever import Retriever
+from kate.sampling.code import GreedyCode
+from kate.tasks.appworld import AppWorldTask, Worlds
 from kate.toolcall import ToolCall
 
 CONF = Path(__file__).resolve().parents[1] / "conf"
@@ -83,13 +84,13 @@ def test_code_knowledge_retrieves_a_similar_solved_task_and_never_the_task_itsel
     kb = build_code_kb(stand_in_solutions(), name="stand_in", source="stand_in", embedder=embedder)
     retriever = Retriever(kb, embedder, RetrievalConfig(kb="stand_in", top_k=3, threshold=0.2))
     world = StandInWorld("notes_body")
-    hook = make_retrieve_hook(retriever, template=CODE_TEMPLATE, api_classes=world.task["allowed_apps"],
-                              exclude_ids=("notes_body",))  # fmt: skip
-    text = hook(world.task["instruction"], [])
-    ids = [h["id"] for h in hook.log[0]["hits"]]
-    assert text and "```python" in text and "apis.notes.login" in text
+    knowledge = RetrievalKnowledge(retriever, CODE_TEMPLATE)
+    got = knowledge(world.task["instruction"], [], KnowledgeContext(
+        "code", api_classes=tuple(world.task["allowed_apps"]), exclude_ids=("notes_body",)))  # fmt: skip
+    ids = [h["id"] for h in got.hits]
+    assert "```python" in got.text and "apis.notes.login" in got.text and ids
     assert not any("notes_body" in str(i) for i in ids)
-    assert make_retrieve_hook(retriever, template=CODE_TEMPLATE, api_classes=["spotify"])(world.task["instruction"], []) is None
+    assert knowledge(world.task["instruction"], [], KnowledgeContext("code", api_classes=("spotify",))) is None
 
 
 # -------------------------------------------------------------------------- the runner
@@ -112,26 +113,26 @@ def test_runner_on_the_stand_in_world_resumes_without_duplicates(tmp_path):
     records = (tmp_path / "out" / "kate" / "seed_0" / "records.jsonl").read_text().splitlines()
     kate_record = json.loads(records[0])
     assert kate_record["knowledge"] and kate_record["evaluation"]["num_tests"] >= 3
-    cfg = _config(tmp_path, [o if not o.startswith("appworld.task_ids") else
-                             "appworld.task_ids=[notes_count,notes_body,notes_create]" for o in overrides])
-    # a new task list is a new run configuration: the store refuses to mix it with the old records
-    with pytest.raises(RuntimeError, match="another configuration"):
-        run_appworld(cfg)
-    again = run_appworld(_config(tmp_path, overrides))
+    again = run_appworld(_config(tmp_path, overrides))  # resumed: nothing runs twice
     assert again["arms"]["direct"]["tasks"] == 2
     assert len((tmp_path / "out" / "direct" / "seed_0" / "records.jsonl").read_text().splitlines()) == 2
-    assert "| direct | 2 |" in (tmp_path / "out" / "report.md").read_text()
+    # more tasks of the same arm extend its folder; another loop setting is another run, refused by name
+    more = run_appworld(_config(tmp_path, [o if not o.startswith("appworld.task_ids") else
+                                           "appworld.task_ids=[notes_count,notes_body,notes_create]" for o in overrides]))
+    assert more["arms"]["direct"]["tasks"] == 3 and "| direct | 3 |" in (tmp_path / "out" / "report.md").read_text()
+    with pytest.raises(RuntimeError, match="direct/seed_0/meta.json belongs to a run with another configuration"):
+        run_appworld(_config(tmp_path, [*overrides, "loop.max_steps=3"]))
 
 
 # -------------------------------------------------------------------------- a real model
 
 
 def test_default_model_writes_code_actions_in_the_stand_in_world(default_llamacpp):
-    world = StandInWorld("notes_count")
-    record = run_code_task(default_llamacpp, world, GreedyCode(max_tokens=160), config=LoopConfig(max_steps=2))
-    assert 1 <= record["n_steps"] <= 2 and record["usage"]["completion_tokens"] > 0
-    first = record["steps"][0]
-    assert first["code"] is not None or first["error"]  # code ran, or its absence is a recorded failure
-    if first["code"] is not None:
-        assert "output" in first
-    assert world.evaluate()["num_tests"] == 3
+    settings = LoopSettings(max_steps=2, system_prompt=None, max_malformed=2)
+    task = AppWorldTask(Worlds("stand_in"), ["notes_count"])
+    trace = task.solve(task.items()[0], Policy(default_llamacpp, GreedyCode(max_tokens=160), None, settings), 0)
+    assert 1 <= trace["n_steps"] <= 2 and trace["usage"]["completion_tokens"] > 0
+    first = trace["steps"][0]
+    assert first["code"] and first["error"] is None  # the model wrote a fenced code action
+    assert "output" in first  # and the world ran it in its sandbox (a refused import is an output, too)
+    assert trace["evaluation"]["num_tests"] == 3

@@ -1,5 +1,6 @@
-"""Hydra: every option of every config group composes and instantiates; the plain functions behind
-each `@hydra.main` run on composed configs."""
+"""Hydra: every option of every config group composes and instantiates; every job config is typed
+by its schema (every field with help text); named arms and evaluation suites compose; the plain
+functions behind each `@hydra.main` run on composed configs."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ LIGHT = {"llamacpp": [f"llm.model={SMALL_TEST_MODEL}", "llm.n_ctx=1024"], "hf": 
 
 
 def _groups():
-    for group_dir in sorted(p for p in CONF_DIR.iterdir() if p.is_dir()):
+    for group_dir in sorted(p for p in CONF_DIR.iterdir() if p.is_dir() and p.name != "arm"):  # arms: below
         for option in sorted(group_dir.glob("*.yaml")):
             yield group_dir.name, option.stem
 
@@ -43,10 +44,57 @@ def test_every_option_of_every_group_instantiates(group, option):
 
 
 @pytest.mark.parametrize("name", sorted(SUBCOMMANDS))
-def test_every_subcommand_config_composes(name):
+def test_every_subcommand_config_is_typed_by_its_schema(name):
+    from kate.configs import SCHEMAS
+
     config_name = SUBCOMMANDS[name][0]
     with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
-        assert compose(config_name) is not None
+        cfg = compose(config_name)
+        assert OmegaConf.get_type(cfg) is SCHEMAS[config_name]
+        with pytest.raises(Exception, match="no_such_key"):
+            compose(config_name, overrides=["no_such_key=1"])
+
+
+def test_every_schema_field_has_help_text():
+    import dataclasses
+
+    from kate.configs import NESTED, SCHEMAS, AppWorldSettings, CodeArmConfig, CodeKnowledgeConfig, CodeLoopConfig
+    from kate.eval.config import KnowledgeConfig, SliceConfig
+
+    schemas = [*SCHEMAS.values(), *NESTED, AppWorldSettings, CodeArmConfig, CodeKnowledgeConfig, CodeLoopConfig,
+               KnowledgeConfig, SliceConfig]  # fmt: skip
+    missing = [f"{s.__name__}.{f.name}" for s in schemas for f in dataclasses.fields(s) if not f.metadata.get("help")]
+    assert not missing
+
+
+@pytest.mark.parametrize("arm", sorted(p.stem for p in (CONF_DIR / "arm").glob("*.yaml")))
+def test_every_named_arm_composes_into_a_policy_config(arm):
+    from kate.eval.arm import check_arm, loop_settings
+    from kate.eval.config import plain
+
+    with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
+        c = plain(compose("eval", overrides=[f"arm={arm}"]))
+    assert c["name"] == arm and c["out_dir"] == f"runs/{arm}"
+    check_arm(c["sampling"], c["knowledge"], "arm")
+    sampler = instantiate(c["sampling"])
+    assert ("n=8" in repr(sampler)) == ("w8" in arm)
+    assert loop_settings(c).max_steps == 20
+    if arm == "st_w8":
+        assert sampler.aggregate == "majority"  # the vote its committed records were measured with
+    assert bool(c["knowledge"]) == (arm not in {"direct", "w8v"})
+
+
+def test_evaluation_suites_compose():
+    sys.path.insert(0, str(CONF_DIR.parent / "eval"))
+    from suites import SUITES
+
+    from kate.bfcl.data import CATEGORIES
+
+    with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
+        for name, (job, overrides, _) in SUITES.items():
+            cfg = compose(job, overrides=overrides)
+            if job == "eval":
+                assert list(cfg.categories) == list(CATEGORIES) and cfg.limit is None, name
 
 
 def test_demo_runs_on_the_fake_model(capsys):

@@ -10,7 +10,9 @@ import pytest
 from kate.bfcl.data import CATEGORIES, data_sha256
 from kate.knowledge.store import KnowledgeBase
 from kate.llm.fake import FakeChatModel
-from kate.retrieval import RetrievalConfig, Retriever, make_retrieve_hook
+from kate.agent import KnowledgeContext
+from kate.retrieval import RetrievalConfig, Retriever
+from kate.retrieval.knowledge import retrieval_knowledge
 from tests.test_knowledge_fixtures import embedder
 
 SHIPPED = Path(__file__).resolve().parents[1] / "knowledge_bases" / "bfcl_train"
@@ -70,9 +72,9 @@ def test_st_and_es_hand_checked(kb):
 def test_intent_retrieval_hand_checked(kb, intent, classes, function):
     policy = FakeChatModel([intent], repeat_last=True)
     r = Retriever(kb, embedder(), RetrievalConfig(types=[], intent={"enabled": True, "types": ["SIC"]}))
-    hook = make_retrieve_hook(r, api_classes=classes, intent_model=policy)
-    assert hook("Please help me with this.", [])
-    [hit] = hook.log[-1]["hits"]
+    got = retrieval_knowledge(r, intent_model=policy)("Please help me with this.", [], KnowledgeContext(api_classes=tuple(classes)))
+    assert got is not None and got.text
+    [hit] = got.hits
     entry = kb.entries[kb.row(hit["id"])]
     assert entry.type == "SIC" and set(entry.api_classes) <= set(classes) and function in entry.tool_names
     assert hit["score"] >= 0.5

@@ -20,8 +20,8 @@ from kate.retrieval import (
     IntentConfig,
     RetrievalConfig,
     Retriever,
-    make_retrieve_hook,
     render_knowledge,
+    retrieval_knowledge,
     template_from,
 )
 from kate.sampling import GreedySampler
@@ -235,9 +235,10 @@ def intent_kb() -> KnowledgeBase:
 def test_intent_retrieval_through_the_policy_models_intent(intent_kb, intent, classes, function):
     policy = FakeChatModel([intent + "\nExtra lines are ignored."], repeat_last=True)
     r = Retriever(intent_kb, embedder(), RetrievalConfig(types=[], intent={"enabled": True, "threshold": 0.35}))
-    hook = make_retrieve_hook(r, api_classes=classes, intent_model=policy)
-    text = hook("Could you do the usual thing for me?", [{"role": "user", "content": "Earlier: hello"}])
-    record = hook.log[-1]
+    knowledge = retrieval_knowledge(r, intent_model=policy)
+    got = knowledge("Could you do the usual thing for me?", [{"role": "user", "content": "Earlier: hello"}],
+                    KnowledgeContext(api_classes=tuple(classes)))
+    text, record = got.text, got.to_dict()
     assert record["intent"] == intent
     [hit] = record["hits"]  # K = 1
     entry = intent_kb.entries[intent_kb.row(hit["id"])]
@@ -251,7 +252,7 @@ def test_intent_retrieval_through_the_policy_models_intent(intent_kb, intent, cl
 def test_intent_retrieval_needs_the_policy_model(intent_kb):
     r = Retriever(intent_kb, embedder(), RetrievalConfig(types=[], intent={"enabled": True}))
     with pytest.raises(ValueError, match="intent_model"):
-        make_retrieve_hook(r)
+        retrieval_knowledge(r)
 
 
 # --------------------------------------------------------------------------- injection and the hook
@@ -309,11 +310,11 @@ def test_a_policys_knowledge_is_appended_inside_the_user_turn():
     assert turn.answer == "You have a.txt and b.txt."
 
 
-def test_the_hook_renders_hits_and_nothing_for_no_hit():
-    hook = make_retrieve_hook(retriever(top_k=2, threshold=0.4), api_classes=FS)
-    assert hook(QUERIES[0], []).startswith("[Reference only:") and len(hook.log[0]["hits"]) == 2
-    nothing = make_retrieve_hook(retriever(threshold=0.99))
-    assert nothing("Completely unrelated words about gardening.", []) is None
+def test_knowledge_renders_hits_and_nothing_for_no_hit():
+    got = retrieval_knowledge(retriever(top_k=2, threshold=0.4))(QUERIES[0], [], KnowledgeContext(api_classes=tuple(FS)))
+    assert got.text.startswith("[Reference only:") and len(got.hits) == 2 and got.query == QUERIES[0]
+    nothing = retrieval_knowledge(retriever(threshold=0.99))
+    assert nothing("Completely unrelated words about gardening.", [], KnowledgeContext()) is None
 
 
 def test_intent_config_defaults_are_kates():
@@ -325,24 +326,21 @@ def test_intent_config_defaults_are_kates():
         RetrievalConfig(types=["XX"])
 
 
-def test_the_bfcl_factory_filters_each_entry_by_its_tools_or_classes():
-    from kate.retrieval import bfcl_retrieve_factory
+def test_bfcl_entries_filter_knowledge_by_their_tools_or_classes_and_never_see_themselves():
+    from kate.tasks.bfcl import knowledge_context
 
-    factory = bfcl_retrieve_factory(retriever(top_k=3, threshold=0.5, filter_tools=True, include_no_call=False))
+    knowledge = retrieval_knowledge(retriever(top_k=3, threshold=0.5, filter_tools=True, include_no_call=False))
     [single] = [e for e in load_entries("simple_python", "test", limit=8) if e.index == 5]
-    hook = factory(single)
-    assert "solve_quadratic(" in hook(single.turns[0][-1]["content"], [])
+    got = knowledge(single.turns[0][-1]["content"], [], knowledge_context(single))
+    assert "solve_quadratic(" in got.text
     kb = bfcl_st_kb()
-    hits = [kb.entries[kb.row(h["id"])] for h in hook.log[0]["hits"]]
+    hits = [kb.entries[kb.row(h["id"])] for h in got.hits]
     assert hits and all(set(e.tool_names) <= {"solve_quadratic"} for e in hits)
     [multi] = [e for e in load_entries("multi_turn_base", "test", limit=8) if e.index == 11]
-    hook = factory(multi)
-    hook(multi.turns[0][0]["content"], [])
-    kb = bfcl_st_kb()
-    hit_entries = [kb.entries[kb.row(h["id"])] for h in hook.log[0]["hits"]]
+    got = retrieval_knowledge(retriever(top_k=3, threshold=0.5))(multi.turns[0][0]["content"], [], knowledge_context(multi))
+    hit_entries = [kb.entries[kb.row(h["id"])] for h in got.hits]
     assert hit_entries and all(set(e.api_classes) <= set(multi.involved_classes) for e in hit_entries)
-    # building training data from the training half: the entry's own turns are never shown
+    # an entry of the training half (training data): its own turns are never shown
     [own] = [e for e in load_entries("multi_turn_base", "train", limit=14) if e.index == 26]
-    hook = bfcl_retrieve_factory(retriever(top_k=3, threshold=0.5), exclude_self=True)(own)
-    hook(own.turns[0][0]["content"], [])
-    assert hook.log[0]["hits"] and all(not h["id"].startswith("ST:multi_turn_base_26#") for h in hook.log[0]["hits"])
+    got = retrieval_knowledge(retriever(top_k=3, threshold=0.5))(own.turns[0][0]["content"], [], knowledge_context(own))
+    assert got.hits and all(not h["id"].startswith("ST:multi_turn_base_26#") for h in got.hits)
