@@ -12,7 +12,7 @@ from typing import Any, Dict, List, Optional
 
 from hydra.core.config_store import ConfigStore
 
-from kate.eval.config import ArmConfig, EvalConfig, MainConfig, ReportConfig, _help
+from kate.eval.config import ArmConfig, EvalConfig, MainConfig, ReportConfig, help_field
 
 
 class AppWorldAction(Enum):
@@ -28,79 +28,79 @@ class World(Enum):
 
 @dataclass
 class AppWorldSettings:
-    python: Optional[str] = _help("AppWorld's interpreter; null: .venv-appworld/bin/python", None)
-    root: Optional[str] = _help("APPWORLD_ROOT (data/ goes here); null: ~/.cache/kate/appworld", None)
-    dataset: str = _help("train | dev | test_normal | test_challenge", "test_normal")
-    limit: Optional[int] = _help("first n tasks of the dataset", None)
-    task_ids: List[str] = _help("explicit task ids (overrides dataset)", factory=list)
-    max_interactions: int = _help("AppWorld's own cap on executions per task", 50)
+    python: Optional[str] = help_field("AppWorld's interpreter; null: .venv-appworld/bin/python", None)
+    root: Optional[str] = help_field("APPWORLD_ROOT (data/ goes here); null: ~/.cache/kate/appworld", None)
+    dataset: str = help_field("train | dev | test_normal | test_challenge", "test_normal")
+    limit: Optional[int] = help_field("first n tasks of the dataset", None)
+    task_ids: List[str] = help_field("explicit task ids (overrides dataset)", factory=list)
+    max_interactions: int = help_field("AppWorld's own cap on executions per task", 50)
 
 
 @dataclass
 class CodeArmConfig:
-    sampling: Any = _help("the arm's code sampler (conf/code_sampling/)")
-    knowledge: bool = _help("ST knowledge (task -> solution code) retrieved for each task", False)
+    sampling: Any = help_field("the arm's code sampler (conf/code_sampling/)")
+    knowledge: bool = help_field("ST knowledge (task -> solution code) retrieved for each task", False)
 
 
 @dataclass
 class CodeKnowledgeConfig:
-    kb: str = _help("knowledge base name under root; built by action=build_kb from build_dataset", "appworld_train")
-    root: str = _help("knowledge bases folder", "knowledge_bases")
-    top_k: int = _help("entries retrieved per task", 3)
-    threshold: float = _help("cosine similarity an entry needs", 0.5)
-    build_dataset: str = _help("AppWorld split the knowledge is built from", "train")
-    build_limit: Optional[int] = _help("first n tasks of build_dataset", None)
+    kb: str = help_field("knowledge base name under root; built by action=build_kb from build_dataset", "appworld_train")
+    root: str = help_field("knowledge bases folder", "knowledge_bases")
+    top_k: int = help_field("entries retrieved per task", 3)
+    threshold: float = help_field("cosine similarity an entry needs", 0.5)
+    build_dataset: str = help_field("AppWorld split the knowledge is built from", "train")
+    build_limit: Optional[int] = help_field("first n tasks of build_dataset", None)
 
 
 @dataclass
 class CodeLoopConfig:
-    max_steps: int = _help("code steps per task", 20)
-    repeat_policy: str = _help("the same code again: end_turn | warn | off", "warn")
-    max_malformed: Optional[int] = _help("replies in a row without a code block that end the task", 2)
-    max_output_chars: int = _help("output shown to the model per step (records keep all of it)", 3000)
+    max_steps: int = help_field("code steps per task", 20)
+    repeat_policy: str = help_field("the same code again: end_turn | warn | off", "warn")
+    max_malformed: Optional[int] = help_field("replies in a row without a code block that end the task", 2)
+    max_output_chars: int = help_field("output shown to the model per step (records keep all of it)", 3000)
 
 
 @dataclass
 class AppWorldConfig:
-    llm: Any = _help("the model client (conf/llm/)")
-    action: AppWorldAction = _help("run | check | build_kb", AppWorldAction.run)
-    world: World = _help("stand_in (no data needed) | appworld (needs scripts/setup_appworld.sh and the data)", World.stand_in)
-    appworld: AppWorldSettings = _help("where AppWorld is and which tasks to run", factory=AppWorldSettings)
-    arms: Dict[str, CodeArmConfig] = _help("arm name -> code sampler and knowledge on/off", factory=dict)
-    knowledge: CodeKnowledgeConfig = _help("the ST knowledge of arms with knowledge: true", factory=CodeKnowledgeConfig)
-    loop: CodeLoopConfig = _help("kate's agent loop over the code environment", factory=CodeLoopConfig)
-    experiment_name: str = _help("AppWorld experiment folder prefix", "kate")
-    seed: int = _help("sampling seed", 0)
-    out_dir: str = _help("<out_dir>/<arm>/seed_<s>/, summary.json, report.md", "runs/appworld")
+    llm: Any = help_field("the model client (conf/llm/)")
+    action: AppWorldAction = help_field("run | check | build_kb", AppWorldAction.run)
+    world: World = help_field("stand_in (no data needed) | appworld (needs scripts/setup_appworld.sh and the data)", World.stand_in)
+    appworld: AppWorldSettings = help_field("where AppWorld is and which tasks to run", factory=AppWorldSettings)
+    arms: Dict[str, CodeArmConfig] = help_field("arm name -> code sampler and knowledge on/off", factory=dict)
+    knowledge: CodeKnowledgeConfig = help_field("the ST knowledge of arms with knowledge: true", factory=CodeKnowledgeConfig)
+    loop: CodeLoopConfig = help_field("kate's agent loop over the code environment", factory=CodeLoopConfig)
+    experiment_name: str = help_field("AppWorld experiment folder prefix", "kate")
+    seed: int = help_field("sampling seed", 0)
+    out_dir: str = help_field("<out_dir>/<arm>/seed_<s>/, summary.json, report.md", "runs/appworld")
 
 
 @dataclass
 class DemoConfig:
-    llm: Any = _help("the model client (conf/llm/)")
-    max_tokens: int = _help("tokens per answer", 128)
-    temperature: float = _help("sampling temperature", 0.0)
-    seed: int = _help("sampling seed", 0)
-    questions: List[str] = _help("questions asked with the demo tools", factory=list)
+    llm: Any = help_field("the model client (conf/llm/)")
+    max_tokens: int = help_field("tokens per answer", 128)
+    temperature: float = help_field("sampling temperature", 0.0)
+    seed: int = help_field("sampling seed", 0)
+    questions: List[str] = help_field("questions asked with the demo tools", factory=list)
 
 
 @dataclass
 class ModelsConfig:
-    action: str = _help("list | install | verify", "list")
-    names: List[str] = _help("model names; empty: the defaults (install) or every model (verify)", factory=list)
+    action: str = help_field("list | install | verify", "list")
+    names: List[str] = help_field("model names; empty: the defaults (install) or every model (verify)", factory=list)
 
 
 @dataclass
 class KbConfig:
-    kb: Any = _help("what `build` builds (conf/kb/)")
-    retrieval: Any = _help("how `query` / `inspect` search a base (conf/retrieval/)")
-    llm: Any = _help("the writer of ES/SIC/TIC entries and the intent model (conf/llm/)")
-    action: str = _help("build | query | inspect", "inspect")
-    kb_name: Optional[str] = _help("query/inspect another base than retrieval.kb", None)
-    query: Optional[str] = _help("the request to retrieve for (action=query)", None)
-    api_classes: Optional[List[str]] = _help("the task's API classes; null: no class filter", None)
-    tools: Optional[List[str]] = _help("the current tool names (single-turn filter); null: no tool filter", None)
-    exclude_ids: List[str] = _help("entry or source ids to leave out (self hits)", factory=list)
-    show_text: bool = _help("print the text that would be injected", True)
+    kb: Any = help_field("what `build` builds (conf/kb/)")
+    retrieval: Any = help_field("how `query` / `inspect` search a base (conf/retrieval/)")
+    llm: Any = help_field("the writer of ES/SIC/TIC entries and the intent model (conf/llm/)")
+    action: str = help_field("build | query | inspect", "inspect")
+    kb_name: Optional[str] = help_field("query/inspect another base than retrieval.kb", None)
+    query: Optional[str] = help_field("the request to retrieve for (action=query)", None)
+    api_classes: Optional[List[str]] = help_field("the task's API classes; null: no class filter", None)
+    tools: Optional[List[str]] = help_field("the current tool names (single-turn filter); null: no tool filter", None)
+    exclude_ids: List[str] = help_field("entry or source ids to leave out (self hits)", factory=list)
+    show_text: bool = help_field("print the text that would be injected", True)
 
 
 SCHEMAS: dict[str, type] = {

@@ -20,7 +20,8 @@ from omegaconf import MISSING, DictConfig, OmegaConf
 HYDRA_KEYS = {"_target_", "_convert_", "_recursive_", "_partial_", "_args_"}
 
 
-def _help(text: str, default: Any = MISSING, factory: Any = None) -> Any:
+def help_field(text: str, default: Any = MISSING, factory: Any = None) -> Any:
+    """A dataclass field with its help text (``factory`` for mutable defaults)."""
     if factory is not None:
         return field(default_factory=factory, metadata={"help": text})
     return field(default=default, metadata={"help": text})
@@ -40,60 +41,60 @@ class RepeatPolicy(Enum):
 
 @dataclass
 class KnowledgeConfig:
-    single_turn: Any = _help("retrieval config for single-turn entries (conf/retrieval/); null: no knowledge", None)
-    multi_turn: Any = _help("retrieval config for multi-turn dialogues (conf/retrieval/); null: no knowledge", None)
+    single_turn: Any = help_field("retrieval config for single-turn entries (conf/retrieval/); null: no knowledge", None)
+    multi_turn: Any = help_field("retrieval config for multi-turn dialogues (conf/retrieval/); null: no knowledge", None)
 
 
 @dataclass
 class LoopFields:
     """The loop settings every arm of a job shares (``kate.agent.settings.LoopSettings``)."""
 
-    max_steps: int = _help("model steps per user turn (BFCL's own limit is 20)", 20)
-    repeat_policy: RepeatPolicy = _help("a repeated call: end_turn | warn | off, the same for every arm", RepeatPolicy.warn)
-    system_prompt: Optional[str] = _help("dialogue system prompt: kate (kate/agent/settings.py), none, or a text", "kate")
-    one_call: bool = _help("multi-turn steps take the first call the model writes", True)
+    max_steps: int = help_field("model steps per user turn (BFCL's own limit is 20)", 20)
+    repeat_policy: RepeatPolicy = help_field("a repeated call: end_turn | warn | off, the same for every arm", RepeatPolicy.warn)
+    system_prompt: Optional[str] = help_field("dialogue system prompt: kate (kate/agent/settings.py), none, or a text", "kate")
+    one_call: bool = help_field("multi-turn steps take the first call the model writes", True)
 
 
 @dataclass
 class EvalConfig(LoopFields):
-    llm: Any = _help("the model client (conf/llm/: llamacpp | hf | openai | fake)")
-    sampling: Any = _help("the sampler and its vote (conf/sampling/: greedy | width | depth)")
-    knowledge: Optional[KnowledgeConfig] = _help("retrieval per entry kind; null: none (an arm: conf/arm/)", None)
-    name: str = _help("the arm's name (result folder, reports)", "direct")
-    categories: List[str] = _help("BFCL-V3 categories to run", factory=lambda: ["simple_python"])
-    split: Split = _help("test (KATE's odd half) | train (even half) | all", Split.test)
-    limit: Optional[int] = _help("entries per category (null: all of the split)", 50)
-    seeds: List[int] = _help("one result folder per seed", factory=lambda: [0])
-    workers: int = _help("entries in parallel (useful with llm=openai; a local engine serializes)", 1)
-    out_dir: str = _help("result folder of the arm (seed_<s>/ inside)", "runs/${name}")
+    llm: Any = help_field("the model client (conf/llm/: llamacpp | hf | openai | fake)")
+    sampling: Any = help_field("the sampler and its vote (conf/sampling/: greedy | width | depth)")
+    knowledge: Optional[KnowledgeConfig] = help_field("retrieval per entry kind; null: none (an arm: conf/arm/)", None)
+    name: str = help_field("the arm's name (result folder, reports)", "direct")
+    categories: List[str] = help_field("BFCL-V3 categories to run", factory=lambda: ["simple_python"])
+    split: Split = help_field("test (KATE's odd half) | train (even half) | all", Split.test)
+    limit: Optional[int] = help_field("entries per category (null: all of the split)", 50)
+    seeds: List[int] = help_field("one result folder per seed", factory=lambda: [0])
+    workers: int = help_field("entries in parallel (useful with llm=openai; a local engine serializes)", 1)
+    out_dir: str = help_field("result folder of the arm (seed_<s>/ inside)", "runs/${name}")
 
 
 @dataclass
 class ArmConfig:
-    sampling: Any = _help("the arm's sampler (conf/sampling/)")
-    knowledge: Optional[KnowledgeConfig] = _help("the arm's knowledge; null: none", None)
+    sampling: Any = help_field("the arm's sampler (conf/sampling/)")
+    knowledge: Optional[KnowledgeConfig] = help_field("the arm's knowledge; null: none", None)
 
 
 @dataclass
 class SliceConfig:
-    split: Split = _help("KATE's half to draw from", Split.test)
-    categories: Dict[str, int] = _help("category -> number of entries in index order (0 leaves it out)", factory=dict)
+    split: Split = help_field("KATE's half to draw from", Split.test)
+    categories: Dict[str, int] = help_field("category -> number of entries in index order (0 leaves it out)", factory=dict)
 
 
 @dataclass
 class MainConfig(LoopFields):
-    llm: Any = _help("the model client every arm shares (conf/llm/)")
-    arms: Dict[str, ArmConfig] = _help("arm name -> sampler and knowledge; the first is the baseline", factory=dict)
-    slice: SliceConfig = _help("the fixed BFCL slice", factory=SliceConfig)
-    seed: int = _help("sampling seed of every arm", 0)
-    out_dir: str = _help("<out_dir>/<arm>/seed_<s>/, report.md, categories.png", "runs/main")
+    llm: Any = help_field("the model client every arm shares (conf/llm/)")
+    arms: Dict[str, ArmConfig] = help_field("arm name -> sampler and knowledge; the first is the baseline", factory=dict)
+    slice: SliceConfig = help_field("the fixed BFCL slice", factory=SliceConfig)
+    seed: int = help_field("sampling seed of every arm", 0)
+    out_dir: str = help_field("<out_dir>/<arm>/seed_<s>/, report.md, categories.png", "runs/main")
 
 
 @dataclass
 class ReportConfig:
-    runs: Optional[Dict[str, str]] = _help("name -> arm folder (seed_*/ inside) or one seed folder; first = baseline", None)
-    title: str = _help("report title", "kate runs")
-    out_dir: str = _help("where report.md, summary.json and the plots go", "runs/report")
+    runs: Optional[Dict[str, str]] = help_field("name -> arm folder (seed_*/ inside) or one seed folder; first = baseline", None)
+    title: str = help_field("report title", "kate runs")
+    out_dir: str = help_field("where report.md, summary.json and the plots go", "runs/report")
 
 
 def plain(cfg: DictConfig) -> dict[str, Any]:

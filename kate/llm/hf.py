@@ -78,6 +78,13 @@ class HFChatModel:
         if self.tokenizer.pad_token_id is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
 
+    def runtime(self) -> dict[str, object]:
+        """What decides this client's numerics here: library versions, device, dtype, torch threads."""
+        import transformers
+
+        return {"engine": "transformers", "version": transformers.__version__, "torch": torch.__version__,
+                "device": self.device, "dtype": str(self.model.dtype), "torch_threads": torch.get_num_threads()}  # fmt: skip
+
     def render(self, messages: list[Message], tools: list[ToolSchema] | None = None) -> str:
         template = self.tokenizer.chat_template
         if not template:

@@ -134,6 +134,11 @@ class OpenAIChatModel:
             max_retries=0,  # retries are ours, so every backend retries the same way
         )
 
+    def runtime(self) -> dict[str, object]:
+        """The server decides the numerics; what kate knows of it is where it is and what it serves."""
+        return {"engine": "openai-compatible", "base_url": str(self.client.base_url), "model": self.model,
+                "max_concurrency": self.max_concurrency}  # fmt: skip
+
     def _create(self, payload: dict[str, Any]) -> list[Completion]:
         for attempt in range(self.max_retries + 1):
             try:
