@@ -92,7 +92,8 @@ class MainConfig(LoopFields):
 
 @dataclass
 class ReportConfig:
-    runs: Optional[Dict[str, str]] = help_field("name -> arm folder (seed_*/ inside) or one seed folder; first = baseline", None)
+    # Any, not Dict[str, str]: Hydra cannot merge a `runs={...}` override into a typed dict that is null
+    runs: Any = help_field("name -> arm folder (seed_*/ inside) or one seed folder; first = baseline", None)
     title: str = help_field("report title", "kate runs")
     out_dir: str = help_field("where report.md, summary.json and the plots go", "runs/report")
 
