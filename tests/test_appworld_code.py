@@ -13,7 +13,7 @@ from kate.appworld.stand_in import STAND_IN_TASKS, StandInWorld
 from kate.eval.runner import open_run, run_task
 from kate.llm.fake import FakeChatModel
 from kate.sampling.code import GreedyCode, WidthCode, vote_code
-from kate.tasks.appworld import AppWorldTask, Worlds, task_messages
+from kate.tasks.appworld import AppWorldTask, Worlds
 from kate.toolcall import ToolCall
 from kate.toolcall.code import extract_code, normalize_code
 
