@@ -272,7 +272,7 @@ def main() -> None:
     if any(c.startswith("multi_turn") for c in categories):
         parser.error("single-turn categories only")
 
-    from kate.eval.run_eval import select_entries
+    from kate.tasks.bfcl import select_entries
     from kate.llm.vllm_server import DEFAULT_VLLM_MODEL, start_vllm_server, vllm_python
 
     if vllm_python() is None:
