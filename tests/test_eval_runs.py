@@ -164,3 +164,12 @@ def test_a_typo_under_arms_fails_against_the_schema():
 
     with pytest.raises(ConfigKeyError, match="knowlege"):
         OmegaConf.merge(OmegaConf.structured(MainConfig), {"arms": {"kate": {"sampling": {}, "knowlege": None}}})
+
+
+def test_a_record_puts_the_score_first_and_needs_a_verdict():
+    from kate.eval.record import Record
+
+    record = Record("x_1", "simple_python", 0, {"valid": True, "error_type": None}, {"calls": []}, 0.5)
+    assert list(record.to_dict()) == ["id", "category", "seed", "valid", "error_type", "calls", "seconds"]
+    with pytest.raises(ValueError, match="x_2"):
+        Record("x_2", "simple_python", 0, {"error_type": None})

@@ -35,11 +35,3 @@ class Record:
         if self.seconds is not None:
             out["seconds"] = self.seconds
         return out
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any], score_keys: tuple[str, ...] = ("valid",)) -> "Record":
-        """A stored line; keys other than ``score_keys`` and the head are the trace."""
-        rest = {k: v for k, v in data.items() if k not in HEAD and k != "seconds"}
-        score = {k: rest.pop(k) for k in score_keys if k in rest}
-        return cls(str(data["id"]), str(data.get("category", "")), int(data.get("seed", 0)), score, rest,
-                   data.get("seconds"))  # fmt: skip
