@@ -26,6 +26,7 @@ RANKS: dict[str, int] = {
     "kate.retrieval": 6,
     "kate.tasks": 7,
     "kate.appworld": 7,
+    "kate.diagnose": 7,
     "kate.eval": 8,
     "kate.cli": 9,
     "kate.demo": 9,
