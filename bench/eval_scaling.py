@@ -176,16 +176,9 @@ def _busy_cpu_s() -> float:
 
 def _group_cpu_s(pgid: int) -> float:
     """CPU seconds used so far by the processes of one process group (the vLLM server's)."""
-    total = 0
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[2]) == pgid:  # stat field 5: pgrp; 14, 15: utime, stime
-            total += int(fields[11]) + int(fields[12])
+    from kate.llm.vllm_server import group_processes
+
+    total = sum(int(fields[11]) + int(fields[12]) for _, fields in group_processes(pgid))  # utime + stime
     return total / os.sysconf("SC_CLK_TCK")
 
 

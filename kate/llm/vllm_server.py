@@ -84,19 +84,31 @@ class VLLMServer(LocalServer):
     def resident_bytes(self) -> int:
         """Resident memory of the server's process group (server + engine), from /proc."""
         total = 0
-        for entry in Path("/proc").iterdir():
-            if not entry.name.isdigit():
-                continue
+        for entry, _ in group_processes(self.process.pid):
             try:
-                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-                if int(fields[2]) != self.process.pid:  # field 5 of stat: pgrp
-                    continue
                 for line in (entry / "status").read_text().splitlines():
                     if line.startswith("VmRSS:"):
                         total += int(line.split()[1]) * 1024
             except (OSError, IndexError, ValueError):
                 continue
         return total
+
+
+def group_processes(pgid: int) -> list[tuple[Path, list[str]]]:
+    """The /proc folders of one process group's processes, with each one's stat fields after the
+    command name (field 5 of stat, the process group, is ``fields[2]``; 14 and 15, utime and
+    stime, are ``fields[11]`` and ``fields[12]``)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            if int(fields[2]) == pgid:
+                found.append((entry, fields))
+        except (OSError, IndexError, ValueError):
+            continue
+    return found
 
 
 def start_vllm_server(
