@@ -20,6 +20,7 @@ class TokenLogprob:
     token: str
     logprob: float
     token_id: int | None = None
+    top: tuple[tuple[str, float], ...] = ()  # the most likely tokens here and their logprobs (top_logprobs)
 
 
 @dataclass(frozen=True)
@@ -78,6 +79,20 @@ class ChatModel(Protocol):
         stop: list[str] | None = None,
         logprobs: bool = False,
     ) -> list[Completion]: ...
+
+
+# Per-call options beyond the protocol's, that a client may take as keyword arguments of ``chat``.
+# A client lists the ones it honours in ``options``; ``supports`` asks. The server and the client
+# wrapper pass a request's ``top_p``, ``top_logprobs``, ``tool_choice`` or an assistant ``prefill``
+# (text the answer must start with; the returned text includes it) only to clients that take them.
+EXTRA_OPTIONS = ("top_p", "top_logprobs", "prefill", "tool_choice")
+
+
+def supports(model: object, option: str) -> bool:
+    """Whether ``model.chat`` takes the extra keyword ``option`` (one of ``EXTRA_OPTIONS``)."""
+    if option not in EXTRA_OPTIONS:
+        raise ValueError(f"unknown option {option!r}; known: {EXTRA_OPTIONS}")
+    return option in getattr(model, "options", ())
 
 
 def completion_from_text(
