@@ -47,7 +47,7 @@ if [ ! -f "$STAMP" ]; then
     "$VENV/bin/python" -m pip install --quiet "$TORCH_SPEC"
   fi
   echo "[setup] installing kate and its dependencies (llama-cpp-python builds from source once: ~7 min)"
-  "$VENV/bin/python" -m pip install --quiet -e ".[dev,bfcl]"
+  "$VENV/bin/python" -m pip install --quiet -e ".[dev,bfcl,examples]"
   echo "[setup] installing bfcl-eval (official BFCL data and checkers) without its pins"
   "$VENV/bin/python" -m pip install --quiet --no-deps "bfcl-eval==2026.3.23"
   rm -f "$VENV"/.kate-setup-*
