@@ -23,6 +23,7 @@ SUBCOMMANDS: dict[str, tuple[str, str, str]] = {
     "report": ("report", "kate.eval.report_cmd:run_report", "compare result folders: table, fixed/broken, plots"),
     "kb": ("kb", "kate.kb_cmd:run_kb", "build | query | inspect a knowledge base"),
     "appworld": ("appworld", "kate.appworld_cmd:run_appworld", "code-action loop on AppWorld or its stand-in"),
+    "serve": ("serve", "kate.serve_cmd:run_serve", "OpenAI-compatible server: kate's knowledge and vote for any agent loop"),
     "models": ("models", "kate.models_cmd:run_models", "list | install | verify [NAME ...] offline model files"),
 }
 

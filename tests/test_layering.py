@@ -28,6 +28,7 @@ RANKS: dict[str, int] = {
     "kate.appworld": 7,
     "kate.diagnose": 7,
     "kate.eval": 8,
+    "kate.serve": 8,  # kate serve and the client wrapper: thin shells around the policy
     "kate.cli": 9,
     "kate.demo": 9,
     "kate.models_cmd": 9,

@@ -35,13 +35,15 @@ class LocalServer:
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
 
-    def wait_ready(self, timeout: float) -> "LocalServer":
+    def wait_ready(self, timeout: float, path: str = "/v1/models") -> "LocalServer":
+        """Poll ``path`` (under the server's root) until it answers 200."""
         deadline = time.monotonic() + timeout
+        root = self.base_url.removesuffix("/v1")
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise RuntimeError(f"server exited with {self.process.returncode}; log: {self.log_path}\n{self.log_tail()}")
             try:
-                with urllib.request.urlopen(f"{self.base_url}/models", timeout=2) as response:
+                with urllib.request.urlopen(f"{root}{path}", timeout=2) as response:
                     if response.status == 200:
                         return self
             except OSError:
@@ -71,7 +73,7 @@ class LocalServer:
         self.stop()
 
 
-def _launch(cmd: list[str], port: int, model: str, log_dir: Path, env: dict | None = None) -> LocalServer:
+def launch(cmd: list[str], port: int, model: str, log_dir: Path, env: dict | None = None) -> LocalServer:
     log_dir.mkdir(parents=True, exist_ok=True)
     log_path = log_dir / f"server-{port}.log"
     log = open(log_path, "wb")
@@ -91,4 +93,4 @@ def start_llamacpp_server(
         "--host", "127.0.0.1", "--port", str(port),
         "--n_ctx", str(n_ctx), "--verbose", "false",
     ]  # fmt: skip
-    return _launch(cmd, port, model, log_dir).wait_ready(timeout)
+    return launch(cmd, port, model, log_dir).wait_ready(timeout)

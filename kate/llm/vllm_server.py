@@ -20,7 +20,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from kate.llm.local_server import LocalServer, _launch, free_port
+from kate.llm.local_server import LocalServer, free_port, launch
 
 DEFAULT_VLLM_MODEL = "qwen2.5-coder-0.5b-instruct-q4_k_m"
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -147,7 +147,7 @@ def start_vllm_server(
         "DO_NOT_TRACK": "1",
         "PYTHONUNBUFFERED": "1",
     }
-    launched = _launch(cmd, port, model_name, log_dir, env)
+    launched = launch(cmd, port, model_name, log_dir, env)
     server = VLLMServer(process=launched.process, port=launched.port, model=launched.model, log_path=launched.log_path)
     try:
         return server.wait_ready(timeout)

@@ -1,0 +1,131 @@
+"""One chat-completions request answered by kate's policy: the thin shell the server and the client
+wrapper share (``ChatService.complete(request) -> chat.completion dict``).
+
+Per request: the policy is kate's ``Policy`` (the same object the loop, ``kate eval`` and the
+benchmarks run), made of the served model with the request's options (``RequestModel``), a
+sampler for the request's width and vote, and the turn's knowledge (``ServedKnowledge``). Each of
+the request's ``n`` choices is one policy step (seeds ``seed``, ``seed + 1``, ...). With width 1
+and ``n > 1`` the ``n`` choices are the ``n`` samples of one engine call, as an OpenAI-compatible
+server gives them, so a client that votes by itself (the wrapper over a kate server) sees the same
+samples an in-process width sampler would.
+
+Settings: ``width`` (N voted over; 1 = no vote), ``vote``, ``temperature`` of width samples
+(a request's ``temperature`` overrides it; with width 1 and no temperature, decoding is greedy),
+``max_tokens`` when the request gives none.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from kate.agent.knowledge import KnowledgeContext
+from kate.agent.policy import Policy
+from kate.llm.base import ChatModel, Completion
+from kate.sampling.policy import GreedySampler, Sampler, WidthSampler, first_call_only
+from kate.serve.errors import APIError, bad_request
+from kate.serve.knowledge import ServedKnowledge
+from kate.serve.request import ChatRequest
+from kate.serve.request_model import HERMES_OPENING, RequestModel
+from kate.serve.response import choice_dict, completion_dict
+
+
+@dataclass(frozen=True)
+class ServeSettings:
+    width: int = 8
+    vote: str = "valid_majority"
+    temperature: float = 1.0
+    max_tokens: int = 512
+    call_opening: str = HERMES_OPENING
+    report: bool = True  # add the ``kate`` field (vote, knowledge hits) to responses
+
+
+@dataclass
+class ChatService:
+    """``model_for(name)`` gives the client of a requested model (``APIError`` 404 when unknown)."""
+
+    model_for: Callable[[str], ChatModel]
+    knowledge: ServedKnowledge | None = None
+    settings: ServeSettings = field(default_factory=ServeSettings)
+
+    def sampler(self, request: ChatRequest, width: int, vote: str) -> Sampler:
+        max_tokens = request.max_tokens or self.settings.max_tokens
+        temperature = self.settings.temperature if request.temperature is None else request.temperature
+        if width == 1 and request.temperature in (None, 0, 0.0):
+            return GreedySampler(max_tokens)
+        if width == 1:
+            temperature = request.temperature
+        return WidthSampler(n=width, temperature=temperature, aggregate=vote, max_tokens=max_tokens)
+
+    def complete(self, request: ChatRequest) -> dict[str, Any]:
+        inner = self.model_for(request.model)
+        width = request.kate.n or self.settings.width
+        vote = request.kate.vote or self.settings.vote
+        forced = request.tool_choice == "required" or request.forced_function is not None
+        if forced and vote == "critic" and width > 1:
+            raise bad_request("tool_choice that forces a call cannot be combined with the critic vote", "tool_choice")
+        model = RequestModel.for_request(inner, request, call_opening=self.settings.call_opening)
+        knowledge = self.knowledge.for_request(request.kate) if self.knowledge is not None else None
+        policy = Policy(model, self.sampler(request, width, vote), knowledge)
+        tools = None if request.tool_choice == "none" else request.tools
+        context = KnowledgeContext("serve", tools=tuple(t["function"] for t in request.tools or ()))
+        seed = request.seed % 2**63 if request.seed is not None else random.randrange(2**31)
+        one_call = not request.parallel_tool_calls
+        if width == 1 and request.n > 1:
+            return self._samples(request, policy, tools, context, seed, one_call)
+        choices, usage, votes, retrieved = [], [0, 0], [], None
+        for i in range(request.n):
+            done = policy.step(request.messages, tools, seed=seed + i, context=context, one_call=one_call)
+            step, retrieved = done.step, done.retrieved
+            shown = step.completions[step.vote.chosen.samples[0] if step.vote is not None else 0]
+            calls = self._calls(request, step.calls)
+            choices.append(choice_dict(i, shown, calls, step.text, request.logprobs))
+            usage = [max(usage[0], step.usage.prompt_tokens), usage[1] + step.usage.completion_tokens]
+            votes.append(None if step.vote is None else step.vote.to_dict())
+            if step.parse_error:
+                votes[-1] = {**(votes[-1] or {}), "parse_error": step.parse_error}
+        return completion_dict(request.model, choices, _usage(*usage), self._report(width, vote, votes, retrieved))
+
+    def _samples(self, request: ChatRequest, policy: Policy, tools, context, seed: int, one_call: bool) -> dict[str, Any]:
+        """Width 1, ``n`` choices: one engine call of ``n`` samples (what an OpenAI server returns)."""
+        prompt, retrieved = policy.prepare(request.messages, context)
+        sampler = policy.sampler
+        temperature = getattr(sampler, "temperature", 0.0)
+        completions: list[Completion] = policy.model.chat(
+            prompt, tools, n=request.n, temperature=temperature, max_tokens=sampler.max_tokens, seed=seed,
+            logprobs=request.logprobs,
+        )  # fmt: skip
+        completions = [first_call_only(c) if one_call else c for c in completions]
+        choices = [choice_dict(i, c, self._calls(request, c.tool_calls), c.text, request.logprobs)
+                   for i, c in enumerate(completions)]  # fmt: skip
+        prompt_tokens = max((c.usage.prompt_tokens for c in completions), default=0)
+        usage = _usage(prompt_tokens, sum(c.usage.completion_tokens for c in completions))
+        return completion_dict(request.model, choices, usage, self._report(1, None, [None] * len(choices), retrieved))
+
+    @staticmethod
+    def _calls(request: ChatRequest, calls: tuple) -> tuple:
+        if request.tool_choice == "none":
+            return ()
+        forced = request.forced_function
+        if request.tool_choice == "required" and not calls:
+            raise APIError(500, "tool_choice is 'required' but the model answered without a call", code="no_call")
+        if forced is not None and (not calls or any(c.name != forced for c in calls)):
+            raise APIError(500, f"tool_choice names {forced!r} but the model did not call it (only it)",
+                           code="no_call")  # fmt: skip
+        return calls
+
+    def _report(self, width: int, vote: str | None, votes: list, retrieved) -> dict[str, Any] | None:
+        if not self.settings.report:
+            return None
+        knowledge = None
+        if retrieved is not None:
+            knowledge = {"query": retrieved.query, "intent": retrieved.intent,
+                         "hits": [{k: h.get(k) for k in ("id", "type", "score")} for h in retrieved.hits],
+                         "text": retrieved.text}  # fmt: skip
+        return {"width": width, "vote": vote, "votes": votes, "knowledge": knowledge}
+
+
+def _usage(prompt: int, completion: int) -> dict[str, int]:
+    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
