@@ -7,24 +7,40 @@
   parameters, entry count, counts per type, the writers of LLM-written types, the source data's
   hash, the build config, and each file's sha256 and size.
 
-Saving writes a sibling temporary folder and swaps it in, so a reader never sees a half-written
-base. Loading checks the manifest against every file and against the configured embedding model;
-any mismatch or corruption raises ``KnowledgeBaseError`` naming the file.
+Saving writes a sibling temporary folder and swaps it in (one atomic exchange of the two folders
+where the system has ``renameat2``), so a reader never sees a half-written or a missing base, and a
+save killed part-way leaves the base as it was. Loading checks the manifest against every file and
+against the configured embedding model; any mismatch or corruption raises ``KnowledgeBaseError``
+naming the file. A load that overlaps a save (its files change under it) is retried, so readers
+take no lock.
+
+A base can grow while it is used (``kate.knowledge.learn``): writers append under ``write_lock``
+(an ``fcntl.flock`` on ``.<name>.lock`` beside the folder, since the folder itself is swapped), and
+``refresh`` reloads a loaded base in place when its manifest changed on disk: one ``stat`` per call,
+no reload when nothing changed. ``view`` gives the entries and index of one generation together.
 """
 
 from __future__ import annotations
 
 import collections
+import ctypes
+import errno
+import fcntl
+import functools
 import hashlib
 import json
 import os
 import shutil
 import tempfile
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
+import faiss
 import numpy as np
 
 from kate.io import atomic_write_json
@@ -34,6 +50,7 @@ from kate.knowledge.index import IndexSpec, build_index, configure, kind_of, loa
 FORMAT_VERSION = 1
 ENTRIES, EMBEDDINGS, INDEX, MANIFEST = "entries.jsonl", "embeddings.npy", "index.faiss", "manifest.json"
 DATA_FILES = (ENTRIES, EMBEDDINGS, INDEX)
+LOAD_ATTEMPTS = 8  # a load that overlapped this many saves in a row gives up
 
 
 class KnowledgeBaseError(RuntimeError):
@@ -52,6 +69,96 @@ def _counts(values) -> dict[str, int]:
     return dict(sorted(collections.Counter(values).items()))
 
 
+def _writers(entries: list[KnowledgeEntry], known: dict[str, list[str]] | None = None) -> dict[str, list[str]]:
+    writers: dict[str, set[str]] = collections.defaultdict(set)
+    for kind, names in (known or {}).items():
+        writers[kind].update(names)
+    for entry in entries:
+        if entry.written_by:
+            writers[entry.type].add(entry.written_by)
+    return {t: sorted(ws) for t, ws in sorted(writers.items())}
+
+
+Stamp = tuple[int, int, int, int]
+
+
+def _stamp(path: Path) -> Stamp | None:
+    """What tells one saved generation from the next: the manifest file's identity (every save
+    writes a new one), or None when there is none."""
+    try:
+        st = os.stat(path / MANIFEST)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_size)
+
+
+def lock_path(path: str | os.PathLike[str]) -> Path:
+    """The lock file of the base at ``path``: ``.<name>.lock`` beside the folder (the folder is swapped)."""
+    path = Path(path)
+    return path.parent / f".{path.name}.lock"
+
+
+@contextmanager
+def write_lock(path: str | os.PathLike[str]) -> Iterator[Path]:
+    """Hold the base's writer lock (exclusive, across threads and processes) for the block."""
+    lock = lock_path(path)
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield lock
+    finally:
+        os.close(fd)  # closing the descriptor releases the lock (a killed process releases it too)
+
+
+_RENAME_EXCHANGE = 2
+_AT_FDCWD = -100
+
+
+@functools.lru_cache(maxsize=1)
+def _renameat2() -> Any:
+    try:
+        function = ctypes.CDLL(None, use_errno=True).renameat2
+    except (AttributeError, OSError):
+        return None
+    function.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    return function
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap two paths in one step (Linux ``renameat2(RENAME_EXCHANGE)``); False where unsupported."""
+    renameat2 = _renameat2()
+    if renameat2 is None:
+        return False
+    if renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
+        return True
+    code = ctypes.get_errno()
+    if code in (errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP):  # the kernel or file system cannot
+        return False
+    raise OSError(code, os.strerror(code), str(a), None, str(b))
+
+
+def _swap_in(tmp: Path, path: Path) -> None:
+    """Put the folder ``tmp`` at ``path``; the old folder (if any) is removed afterwards."""
+    if not path.exists():
+        os.replace(tmp, path)
+        return
+    if _exchange(tmp, path):
+        shutil.rmtree(tmp, ignore_errors=True)  # tmp now holds the old base
+        return
+    old = path.with_name(f".{path.name}.old-{os.getpid()}")  # no exchange: a moment without a base
+    os.replace(path, old)
+    os.replace(tmp, path)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+class KnowledgeView(NamedTuple):
+    """The entries and the index of one generation of a base (row i of the index = entries[i])."""
+
+    entries: list[KnowledgeEntry]
+    index: Any  # faiss.Index
+
+
 @dataclass
 class KnowledgeBase:
     entries: list[KnowledgeEntry]
@@ -60,6 +167,11 @@ class KnowledgeBase:
     manifest: dict[str, Any]
     path: Path | None = None
     _rows: dict[str, int] = field(default_factory=dict, repr=False)
+    index_spec: IndexSpec | None = field(default=None, compare=False)  # search-time parameters, kept on reload
+    reloads: int = field(default=0, compare=False)  # how many times refresh() reloaded this object
+    _stamp: Stamp | None = field(default=None, repr=False, compare=False)
+    _lock: Any = field(default_factory=threading.Lock, repr=False, compare=False)  # guards the swap in refresh
+    _reload_lock: Any = field(default_factory=threading.Lock, repr=False, compare=False)  # one reloader at a time
 
     def __post_init__(self) -> None:
         self._rows = {entry.id: i for i, entry in enumerate(self.entries)}
@@ -70,12 +182,48 @@ class KnowledgeBase:
     def __len__(self) -> int:
         return len(self.entries)
 
+    def __contains__(self, entry_id: object) -> bool:
+        return entry_id in self._rows
+
     def row(self, entry_id: str) -> int:
         return self._rows[entry_id]
 
     @property
     def embedding(self) -> dict[str, Any]:
         return dict(self.manifest["embedding"])
+
+    def view(self) -> KnowledgeView:
+        """The entries and index of one generation (a concurrent refresh swaps both together)."""
+        with self._lock:
+            return KnowledgeView(self.entries, self.index)
+
+    def configure_index(self, spec: IndexSpec) -> None:
+        """Apply search-time parameters now and after every reload."""
+        self.index_spec = spec
+        configure(self.index, spec)
+
+    # --------------------------------------------------------------------------- follow the disk
+    def changed_on_disk(self) -> bool:
+        """Whether the files at ``path`` are another generation than the one loaded (one stat)."""
+        return self.path is not None and _stamp(self.path) != self._stamp
+
+    def refresh(self) -> bool:
+        """Reload in place when the base on disk changed since this object was loaded or saved;
+        True when it reloaded. Thread-safe: readers keep the old generation until the new one is
+        loaded and checked, then see both its entries and its index (``view``). A corrupt or
+        mismatched new generation raises ``KnowledgeBaseError`` (naming the file) and leaves this
+        object as it was, so the next call tries again."""
+        if not self.changed_on_disk():
+            return False
+        with self._reload_lock:
+            if not self.changed_on_disk():
+                return False  # another thread reloaded while this one waited
+            fresh = KnowledgeBase.load(self.path, embedding=self.embedding, index_spec=self.index_spec)
+            with self._lock:
+                self.entries, self.embeddings, self.index = fresh.entries, fresh.embeddings, fresh.index
+                self.manifest, self._rows, self._stamp = fresh.manifest, fresh._rows, fresh._stamp
+                self.reloads += 1
+        return True
 
     # --------------------------------------------------------------------------- create
     @classmethod
@@ -86,10 +234,6 @@ class KnowledgeBase:
         if embeddings.shape != (len(entries), int(embedding["dim"])):
             raise ValueError(f"{len(entries)} entries need embeddings of shape ({len(entries)}, {embedding['dim']}), "
                              f"got {embeddings.shape}")
-        writers: dict[str, set[str]] = collections.defaultdict(set)
-        for entry in entries:
-            if entry.written_by:
-                writers[entry.type].add(entry.written_by)
         manifest = {
             "format_version": FORMAT_VERSION,
             "name": name,
@@ -98,11 +242,33 @@ class KnowledgeBase:
             "index": {"kind": index_spec.kind, "params": index_spec.to_dict()},
             "entry_count": len(entries),
             "types": _counts(e.type for e in entries),
-            "writers": {t: sorted(ws) for t, ws in sorted(writers.items())},
+            "writers": _writers(list(entries)),
             "sources": sources or {},
             "build_config": build_config or {},
         }
         return cls(list(entries), embeddings, build_index(embeddings, index_spec), manifest)
+
+    def appended(self, entries: list[KnowledgeEntry], embeddings: np.ndarray) -> "KnowledgeBase":
+        """A new, unsaved base: this one's entries then ``entries`` (rows in that order), the index
+        extended (flat, hnsw: the new rows added; ivf: retrained over all rows), the manifest's
+        counts, types and writers updated. ``self`` is left as it is."""
+        dim = int(self.manifest["embedding"]["dim"])
+        embeddings = np.ascontiguousarray(embeddings, dtype=np.float32)
+        if embeddings.shape != (len(entries), dim):
+            raise ValueError(f"{len(entries)} entries need embeddings of shape ({len(entries)}, {dim}), "
+                             f"got {embeddings.shape}")
+        all_entries = [*self.entries, *entries]
+        all_embeddings = np.concatenate([self.embeddings, embeddings]) if len(self.embeddings) else embeddings
+        spec = IndexSpec(**self.manifest["index"]["params"])
+        if spec.kind == "ivf" or not self.index.is_trained:
+            index = build_index(all_embeddings, spec)
+        else:
+            index = faiss.clone_index(self.index)
+            if len(embeddings):
+                index.add(embeddings)
+        manifest = dict(self.manifest, entry_count=len(all_entries), types=_counts(e.type for e in all_entries),
+                        writers=_writers(list(entries), self.manifest.get("writers")))
+        return KnowledgeBase(all_entries, all_embeddings, index, manifest, self.path, index_spec=self.index_spec)
 
     # --------------------------------------------------------------------------- save
     def save(self, path: str | os.PathLike[str]) -> Path:
@@ -122,17 +288,12 @@ class KnowledgeBase:
                 with open(tmp / name, "rb") as fh:
                     os.fsync(fh.fileno())
             os.chmod(tmp, 0o755)
-            old = None
-            if path.exists():
-                old = path.with_name(f".{path.name}.old-{os.getpid()}")
-                os.replace(path, old)
-            os.replace(tmp, path)
-            if old is not None:
-                shutil.rmtree(old, ignore_errors=True)
+            stamp = _stamp(tmp)  # a rename keeps the file's identity: this generation's stamp, whoever saves next
+            _swap_in(tmp, path)
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
-        self.manifest, self.path = manifest, path
+        self.manifest, self.path, self._stamp = manifest, path, stamp
         return path
 
     # --------------------------------------------------------------------------- load
@@ -140,8 +301,26 @@ class KnowledgeBase:
     def load(cls, path: str | os.PathLike[str], *, embedding: dict[str, Any] | None = None,
              index_spec: IndexSpec | None = None, verify_hashes: bool = True) -> "KnowledgeBase":
         """Load and check a base. ``embedding``: the configured embedder's ``identity()``, which
-        must match the one the base was built with. ``index_spec``: search-time parameters."""
+        must match the one the base was built with. ``index_spec``: search-time parameters.
+        A load whose files were swapped under it (a concurrent save) is retried."""
         path = Path(path)
+        for _attempt in range(LOAD_ATTEMPTS):
+            before = _stamp(path)
+            try:
+                kb = cls._load_once(path, embedding, index_spec, verify_hashes)
+            except (KnowledgeBaseError, OSError):
+                if _stamp(path) == before:
+                    raise  # nothing moved: the base itself is missing, corrupt or mismatched
+                continue
+            if _stamp(path) == before:
+                kb._stamp = before
+                return kb
+        raise KnowledgeBaseError(f"{path / MANIFEST}: the base changed under {LOAD_ATTEMPTS} loads in a row "
+                                 "(saves keep landing); try again")
+
+    @classmethod
+    def _load_once(cls, path: Path, embedding: dict[str, Any] | None, index_spec: IndexSpec | None,
+                   verify_hashes: bool) -> "KnowledgeBase":
         if not path.is_dir():
             raise KnowledgeBaseError(f"{path}: no knowledge base here (build one with `kate kb action=build`)")
         manifest = _read_manifest(path / MANIFEST)
@@ -180,8 +359,7 @@ class KnowledgeBase:
             raise KnowledgeBaseError(f"{path / INDEX}: a {kind_of(index)} index of {index.ntotal} x {index.d}, the "
                                      f"manifest says {manifest['index']['kind']} of {count} x {dim}")
         spec = index_spec or IndexSpec(**manifest["index"]["params"])
-        kb = cls(entries, embeddings, configure(index, spec), manifest, path)
-        return kb
+        return cls(entries, embeddings, configure(index, spec), manifest, path, index_spec=index_spec)
 
     # --------------------------------------------------------------------------- stats
     def stats(self) -> dict[str, Any]:

@@ -18,6 +18,11 @@ Filters (each a config value, see ``RetrievalConfig``):
 
 The search is exact or approximate (whatever the base's index is); it fetches more candidates
 when filters reject some, and stops as soon as the next candidate is below the threshold.
+
+A base that grows while it is served (``kate.knowledge.learn``) is followed: each search first asks
+the KnowledgeBase whether its files changed on disk (one ``stat``) and reloads it in place when they
+did (``KnowledgeBase.refresh``), so every Retriever sharing that object sees entries another thread
+or process added, on its next call, without a restart.
 """
 
 from __future__ import annotations
@@ -60,9 +65,7 @@ class Retriever:
         embedder = embedder or Embedder(**config.embedder)
         kb = KnowledgeBase.load(path, embedding=embedder.identity())
         if config.index:
-            from kate.knowledge.index import configure
-
-            configure(kb.index, IndexSpec(**{**kb.manifest["index"]["params"], **config.index}))
+            kb.configure_index(IndexSpec(**{**kb.manifest["index"]["params"], **config.index}))
         return cls(kb, embedder, config)
 
     # --------------------------------------------------------------------------- filters
@@ -120,13 +123,15 @@ class Retriever:
             return []
         exclude, sources = frozenset(exclude_ids), frozenset(c.sources)
         priority = {t: i for i, t in enumerate(types)}
-        total = len(self.kb)
+        self.kb.refresh()
+        entries, index = self.kb.view()
+        total = len(entries)
         if total == 0 or top_k <= 0:
             return []
         k = min(total, max(4 * top_k, 16))
         vector = np.asarray(vector, dtype=np.float32).reshape(1, -1)
         while True:
-            scores, rows = search(self.kb.index, vector, k)
+            scores, rows = search(index, vector, k)
             passing, exhausted = [], False
             for score, row in zip(scores[0], rows[0]):
                 if row < 0:
@@ -134,7 +139,7 @@ class Retriever:
                 if score < threshold:
                     exhausted = True  # results come best first: nothing further can pass
                     break
-                entry = self.kb.entries[row]
+                entry = entries[row]
                 if self._keep(entry, types, classes, current, exclude, sources):
                     passing.append(Hit(entry, float(score)))
             passing.sort(key=lambda h: (-h.score, priority[h.entry.type]))
