@@ -22,9 +22,11 @@ HERMES_OPENING = "<tool_call>\n"
 
 
 def call_prefill(function: str | None, opening: str = HERMES_OPENING) -> str:
-    """The text a forced call starts with: the opening alone (any function), or up to its arguments."""
+    """The text a forced call starts with: up to the function's name (any function: ``tool_choice``
+    ``required``), or up to its arguments (a named function). The opening alone is not enough: the
+    default model, prefilled with it, ends its turn right there."""
     if function is None:
-        return opening
+        return f'{opening}{{"name": "'
     return f'{opening}{{"name": {json.dumps(function)}, "arguments": '
 
 
