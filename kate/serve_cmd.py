@@ -49,6 +49,19 @@ def served_knowledge(cfg: dict[str, Any], model: ChatModel, learn: dict[str, Any
     return knowledge
 
 
+def learned_base(knowledge: ServedKnowledge | None, name: str) -> Path:
+    """The base learning from use writes (created empty now when missing, so it is served from the start)."""
+    from kate.knowledge.learn import open_learning_base
+
+    if knowledge is None:
+        raise ValueError("learn.enabled needs knowledge.retrieval: the learned base is served through it")
+    path = knowledge.path_of(name)
+    base = next((r for r in (knowledge.retriever(n) for n in knowledge.bases) if r is not None), None)
+    open_learning_base(path, embedder=base.embedder if base is not None else None)
+    knowledge.retriever(name)
+    return path
+
+
 def build_server(cfg: DictConfig | dict[str, Any], model: ChatModel | None = None):
     """The app and what it serves, from a ``serve`` config (``model`` replaces ``cfg.llm``)."""
     cfg = plain(cfg) if isinstance(cfg, DictConfig) else dict(cfg)
@@ -80,8 +93,7 @@ def build_server(cfg: DictConfig | dict[str, Any], model: ChatModel | None = Non
                             request_timeout=float(cfg.get("request_timeout", 300.0)), limits=Limits(**limits_cfg))  # fmt: skip
     learner = None
     if learn.get("enabled"):
-        root = Path(knowledge.retrieval.root) if knowledge is not None else Path("knowledge_bases")
-        learner = trajectory_learner(root / learn["kb"], knowledge)
+        learner = trajectory_learner(learned_base(knowledge, learn["kb"]), knowledge)
 
     def describe() -> dict[str, Any]:
         return {"model": model_identity(model), "served_names": list(names), "settings": settings.__dict__,

@@ -6,7 +6,6 @@ turn without a restart; a turn already answered keeps the knowledge it was given
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -33,6 +32,6 @@ def trajectory_learner(kb_path: Path, knowledge: ServedKnowledge | None) -> Call
         outcome = learn_trajectory(kb_path, request.messages, request.tools, source="serve",
                                    meta=body.get("meta") if isinstance(body.get("meta"), dict) else None,
                                    embedder=embedder)  # fmt: skip
-        return dataclasses.asdict(outcome) if dataclasses.is_dataclass(outcome) else dict(outcome)
+        return {k: v for k, v in outcome.to_dict().items() if k != "path"}  # the server's paths stay its own
 
     return learn
