@@ -1,6 +1,11 @@
 """The one runner: a task's items through a policy, one record per item written as it finishes,
 resumable, with bounded parallelism and a progress bar (running share of items solved).
 
+A model server that stays unavailable through the client's retries (``UpstreamUnavailable``) makes
+an explicit failure record (``error_type: kate:upstream_error``), not a crash of the run; it says
+nothing of the policy, so a resume (the same command) drops those records and redoes their items,
+as it redoes items with no record. Every other record is kept, model errors included.
+
     store = open_run(folder, arm="st_w8v", task=task, policy=policy, seed=0, config=arm_config)
     records = run_task(task, policy, store, seed=0, workers=4)
 
@@ -24,6 +29,7 @@ from kate.eval.record import Record
 from kate.eval.run_store import RunStore, load_run
 from kate.io import atomic_write_text
 from kate.llm.identity import model_runtime
+from kate.llm.openai import UpstreamUnavailable
 from kate.tasks.base import Item, Task
 
 
@@ -52,11 +58,27 @@ def open_run(folder: str | Path, *, arm: str, task: Task, policy: Policy, seed: 
     return RunStore(folder, run_meta(arm, task, policy, seed, config, task.items(), workers))
 
 
+UPSTREAM_ERROR = "kate:upstream_error"  # the model server stayed unavailable: a failure a resume redoes
+
+
 def run_item(task: Task, item: Any, policy: Policy, seed: int) -> Record:
     start = time.perf_counter()
-    trace = task.solve(item, policy, seed)
+    try:
+        trace = task.solve(item, policy, seed)
+    except UpstreamUnavailable as error:
+        score = {"valid": False, "error_type": UPSTREAM_ERROR, "error": str(error)}
+        return Record(item.id, item.category, seed, score, {}, round(time.perf_counter() - start, 3))
     score = task.score(item, trace)
     return Record(item.id, item.category, seed, score, trace, round(time.perf_counter() - start, 3))
+
+
+def _drop_upstream_failures(store: RunStore, wanted: set[str]) -> None:
+    """Rewrite ``records.jsonl`` (atomically) without the upstream failures of ``wanted`` items, so
+    they are redone like missing ones and no item ever has two records."""
+    records = store.records()
+    kept = [r for r in records if not (r["id"] in wanted and r.get("error_type") == UPSTREAM_ERROR)]
+    if len(kept) < len(records):
+        atomic_write_text(store.records_path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in kept))
 
 
 def run_task(task: Task, policy: Policy, store: RunStore, *, seed: int = 0, workers: int = 1,
@@ -66,6 +88,7 @@ def run_task(task: Task, policy: Policy, store: RunStore, *, seed: int = 0, work
     those items, old and new."""
     items = list(task.items() if items is None else items)
     wanted = {item.id for item in items}
+    _drop_upstream_failures(store, wanted)
     records = [r for r in store.records() if r["id"] in wanted]
     done = {r["id"] for r in records}
     todo = [item for item in items if item.id not in done]
@@ -84,6 +107,9 @@ def run_task(task: Task, policy: Policy, store: RunStore, *, seed: int = 0, work
             if on_record is not None:
                 on_record(record)
     bar.close()
+    failed = sum(r.get("error_type") == UPSTREAM_ERROR for r in records)
+    if failed:
+        tqdm.write(f"{store.records_path}: {failed} item(s) failed on the model server; the same command redoes them")
     order = {item.id: i for i, item in enumerate(items)}
     return sorted(records, key=lambda r: order[r["id"]])
 
@@ -93,6 +119,9 @@ def rescore(task: Task, records: list[dict[str, Any]]) -> tuple[list[dict[str, A
     items = {item.id: item for item in task.items()}
     out, changed = [], 0
     for record in records:
+        if record.get("error_type") == UPSTREAM_ERROR:  # no trace to score
+            out.append(record)
+            continue
         score = task.score(items[record["id"]], record)
         changed += any(record.get(k) != v for k, v in score.items())
         out.append({**record, **score})
