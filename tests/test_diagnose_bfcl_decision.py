@@ -16,7 +16,8 @@ def test_call_decisions_on_relevance_and_irrelevance():
     assert [call_needed(e.category) for e in entries] == [False, False, True, True]
     name = entries[0].tools[0]["function"]["name"]
     call = '```json\n{"name": "%s", "arguments": {}}\n```' % name
-    model = FakeChatModel([call, "I cannot help with that.", "Sure, no call.", call.replace(name, entries[3].tools[0]["function"]["name"])])  # fmt: skip
+    other = call.replace(name, entries[3].tools[0]["function"]["name"])
+    model = FakeChatModel([call, "I cannot help with that.", "Sure, no call.", other])
     task = BFCLDecisionTask(entries)
     records = []
     for entry in entries:

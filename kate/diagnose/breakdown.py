@@ -74,7 +74,8 @@ class FourWay:
     def to_dict(self) -> dict[str, Any]:
         return {"n": self.n, **self.counts(), "mismatch": self.mismatch, "underuse": self.underuse,
                 "overuse": self.overuse, "underuse_among_necessary": self.underuse_among_necessary,
-                "overuse_among_unnecessary": self.overuse_among_unnecessary, "call_rate": _rate(self.called, self.n)}  # fmt: skip
+                "overuse_among_unnecessary": self.overuse_among_unnecessary,
+                "call_rate": _rate(self.called, self.n)}  # fmt: skip
 
 
 def classify(necessary: bool, called: bool) -> str:

@@ -76,8 +76,9 @@ class OpeningDetection:
     others_starting: int
 
     def to_dict(self) -> dict[str, Any]:
-        return {"token_id": self.token_id, "token": self.token, "calls": self.calls, "calls_starting": self.calls_starting,
-                "others": self.others, "others_starting": self.others_starting}  # fmt: skip
+        return {"token_id": self.token_id, "token": self.token, "calls": self.calls,
+                "calls_starting": self.calls_starting, "others": self.others,
+                "others_starting": self.others_starting}  # fmt: skip
 
 
 def detect_opening(tokenizer: Any, outputs: Sequence[str], called: Sequence[bool]) -> OpeningDetection:

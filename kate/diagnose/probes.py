@@ -34,7 +34,7 @@ class ProbeConfig:
     train_fraction: float = field(default=0.7, metadata={"help": "share of items in the training split"})
     seed: int = field(default=42, metadata={"help": "seed of the split and of the probe's initialisation"})
     pos_weight: bool = field(default=False, metadata={"help": "weight the positive class by n_neg / n_pos (train)"})
-    threads: int = field(default=1, metadata={"help": "torch threads while a probe trains (tiny problems run fastest on one)"})
+    threads: int = field(default=1, metadata={"help": "torch threads while a probe trains (one is fastest)"})
 
     def __post_init__(self) -> None:
         if not 0 < self.train_fraction < 1:
@@ -232,7 +232,9 @@ def last_token_features(states: np.ndarray, layers: Sequence[int] | None = None)
     return chosen.reshape(len(states), -1)
 
 
-def train_when2tool_probe(features: np.ndarray, labels: np.ndarray, config: When2ToolConfig = When2ToolConfig()) -> When2ToolProbe:
+def train_when2tool_probe(features: np.ndarray, labels: np.ndarray,
+                          config: When2ToolConfig = When2ToolConfig()) -> When2ToolProbe:  # fmt: skip
+    """Standardize ``features [n, F]``, then fit When2Tool's logistic regression on ``labels``."""
     from sklearn.linear_model import LogisticRegression
     from sklearn.preprocessing import StandardScaler
 

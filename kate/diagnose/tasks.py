@@ -71,7 +71,7 @@ class VerifiableTask:
     name: str = "verifiable"
     act: str = "turn"
     functions: Mapping[str, Callable[..., Any]] = field(default_factory=lambda: dict(TOOL_FUNCTIONS))
-    origin: Mapping[str, Any] = field(default_factory=dict)  # what made the items, e.g. {"set": "arithmetic", "seed": 0}
+    origin: Mapping[str, Any] = field(default_factory=dict)  # what made the items: {"set": "arithmetic", "seed": 0}
 
     def __post_init__(self) -> None:
         if self.act not in ACT_MODES:
@@ -102,7 +102,8 @@ class VerifiableTask:
                 first = _first_step(step.text, step.calls, step.parse_error)
                 answer = None if step.calls or step.parse_error else step.text
                 return {"called": bool(step.calls), "attempted": bool(step.calls) or step.parse_error is not None,
-                        "first_step": first, "answer": answer, "end_reason": "answer" if answer is not None else "step"}  # fmt: skip
+                        "first_step": first, "answer": answer,
+                        "end_reason": "answer" if answer is not None else "step"}  # fmt: skip
             turn = policy.run_turn(OfferedTools(tools, self.functions), messages, seed=seed, tools=tools or None)
         except ValueError as error:  # e.g. the prompt does not fit the context: a recorded failure
             return {"called": False, "attempted": False, "first_step": None, "answer": None,

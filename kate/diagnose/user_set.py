@@ -66,7 +66,8 @@ def item_from_json(obj: Any, where: str, default_id: str,
         try:
             expected_number(answer)
         except ValueError:
-            raise ValueError(f"{where}: field 'answer': a number checker needs a numeric answer, got {answer!r}") from None
+            raise ValueError(f"{where}: field 'answer': a number checker needs a numeric answer, "
+                             f"got {answer!r}") from None
     tools = obj.get("tools") or []
     if not isinstance(tools, list):
         raise ValueError(f"{where}: field 'tools' must be a list")
@@ -86,7 +87,8 @@ def item_from_json(obj: Any, where: str, default_id: str,
                           checker=checker, tools=schemas, necessary=necessary)  # fmt: skip
 
 
-def load_user_set(path: str | Path, functions: Mapping[str, Callable[..., Any]] = TOOL_FUNCTIONS) -> list[VerifiableItem]:
+def load_user_set(path: str | Path,
+                  functions: Mapping[str, Callable[..., Any]] = TOOL_FUNCTIONS) -> list[VerifiableItem]:  # fmt: skip
     """Every item of a JSONL file (blank lines skipped; ids must be unique)."""
     path = Path(path)
     items: list[VerifiableItem] = []
