@@ -196,3 +196,22 @@ def test_the_service_refuses_options_the_engine_cannot_honour():
 
     with pytest.raises(APIError, match="top_p"):
         service.complete(read_request({"model": "fake", "messages": ASK, "top_p": 0.5}))
+
+
+def test_shutdown_lets_the_request_in_flight_finish():
+    release, started = threading.Event(), threading.Event()
+    server = serve(_blocking_model(release, started))
+    server.__enter__()
+    results: dict[str, object] = {}
+    worker = threading.Thread(target=lambda: results.update(answer=post(server, json.dumps(
+        {"model": "fake", "messages": ASK}).encode())))  # fmt: skip
+    worker.start()
+    assert started.wait(10)
+    server._server.should_exit = True  # what SIGTERM / SIGINT does to uvicorn
+    time.sleep(0.3)
+    release.set()
+    worker.join(30)
+    server.__exit__(None, None, None)
+    assert results["answer"][0] == 200 and results["answer"][1]["choices"][0]["message"]["content"] == "done"
+    with pytest.raises(urllib.error.URLError):
+        urllib.request.urlopen(f"{server.base_url}/models", timeout=5)
