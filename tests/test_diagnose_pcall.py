@@ -66,6 +66,8 @@ def test_the_opening_is_detected_from_the_models_own_calls():
     found = detect_opening(tok, outputs, called)
     assert found.token == "```" and found.token_id == 0
     assert (found.calls, found.calls_starting, found.others, found.others_starting) == (3, 2, 2, 1)
+    assert found.call_firsts == ((0, "```", 2), (1, "<tool_call>", 1))
+    assert found.ids() == [0, 1] and found.ids(min_calls=2) == [0]
     assert opening_ids(tok, ["<tool_call>", "```json"]) == [0, 1]
     with pytest.raises(ValueError, match="set it explicitly"):
         detect_opening(tok, ["I answer"], [False])

@@ -66,7 +66,11 @@ def opening_ids(tokenizer: Any, openings: Sequence[str]) -> list[int]:
 
 @dataclass(frozen=True)
 class OpeningDetection:
-    """The detected call opening and how well it separates calls from non-calls in the greedy run."""
+    """The detected call opening and how well it separates calls from non-calls in the greedy run.
+
+    ``token_id`` is the most common first token of the calls; ``call_firsts`` counts every first
+    token the calls began with (a model may open with a fence one time and a bare ``{`` the next:
+    ``ids(min_calls)`` gives the openings seen at least that often, for ``p_call_from_logits``)."""
 
     token_id: int
     token: str
@@ -74,11 +78,15 @@ class OpeningDetection:
     calls_starting: int  # of those, how many start with the token
     others: int  # outputs that did not
     others_starting: int
+    call_firsts: tuple[tuple[int, str, int], ...] = ()  # (token id, token, calls starting with it), most first
+
+    def ids(self, min_calls: int = 1) -> list[int]:
+        return sorted(t for t, _, count in self.call_firsts if count >= min_calls) or [self.token_id]
 
     def to_dict(self) -> dict[str, Any]:
         return {"token_id": self.token_id, "token": self.token, "calls": self.calls,
-                "calls_starting": self.calls_starting, "others": self.others,
-                "others_starting": self.others_starting}  # fmt: skip
+                "calls_starting": self.calls_starting, "others": self.others, "others_starting": self.others_starting,
+                "call_firsts": [list(x) for x in self.call_firsts]}  # fmt: skip
 
 
 def detect_opening(tokenizer: Any, outputs: Sequence[str], called: Sequence[bool]) -> OpeningDetection:
@@ -89,10 +97,12 @@ def detect_opening(tokenizer: Any, outputs: Sequence[str], called: Sequence[bool
     of_calls = Counter(f for f, c in zip(firsts, called) if c and f is not None)
     if not of_calls:
         raise ValueError("no greedy output parsed as a call: the call opening cannot be detected; set it explicitly")
-    token_id = min(of_calls, key=lambda t: (-of_calls[t], t))
+    ranked = sorted(of_calls, key=lambda t: (-of_calls[t], t))
+    token_id = ranked[0]
     others = [f for f, c in zip(firsts, called) if not c]
-    return OpeningDetection(token_id, tokenizer.decode([token_id]), sum(called), of_calls[token_id],
-                            len(others), sum(f == token_id for f in others))  # fmt: skip
+    return OpeningDetection(token_id, tokenizer.decode([token_id]), sum(map(bool, called)), of_calls[token_id],
+                            len(others), sum(f == token_id for f in others),
+                            tuple((t, tokenizer.decode([t]), of_calls[t]) for t in ranked))  # fmt: skip
 
 
 def _first_token(tokenizer: Any, text: str) -> int | None:
