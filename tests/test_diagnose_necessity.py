@@ -4,6 +4,7 @@ weights, task set and sampling config."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -12,7 +13,7 @@ from kate.agent.policy import Policy
 from kate.diagnose.arithmetic import arithmetic_items
 from kate.diagnose.items import task_set_sha256
 from kate.diagnose.necessity import (NecessityCache, NecessityConfig, NecessityTask, counts_from_records,
-                                     label_summary, necessity_labels, weights_sha256)  # fmt: skip
+                                     label_summary, labels_for, necessity_labels, weights_sha256)  # fmt: skip
 from kate.eval.runner import open_run, run_task
 from kate.llm.fake import FakeChatModel
 from kate.llm.registry import SMALL_TEST_MODEL, spec_of
@@ -46,6 +47,16 @@ def test_labels_on_a_scripted_model_through_the_runner(tmp_path):
                                              "r=9": {"necessary": 3, "unnecessary": 3}}  # fmt: skip
     again = run_task(task, Policy(model), store, seed=0)  # resumable: nothing is sampled again
     assert len(model.requests) == len(ITEMS) and again == records
+
+
+def test_known_labels_win_over_measured_ones():
+    known = dataclasses.replace(ITEMS[0], necessary=True)  # right 10 of 10, but the data says a tool is needed
+    counts = {item.id: RIGHT[item.question] for item in ITEMS}
+    labels = labels_for([known, *ITEMS[1:3]], counts, 10)
+    assert labels == {ITEMS[0].id: True, ITEMS[1].id: True, ITEMS[2].id: True}
+    assert labels_for(ITEMS[1:2], counts, 10, r=9) == {ITEMS[1].id: False}
+    with pytest.raises(ValueError, match="neither"):
+        labels_for(ITEMS[:2], {}, 10)
 
 
 def test_threshold_config_and_errors():

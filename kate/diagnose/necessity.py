@@ -120,6 +120,18 @@ def necessity_labels(counts: Mapping[str, int], samples: int, r: int | None = No
     return {i: k < r for i, k in counts.items()}
 
 
+def labels_for(items: Sequence[VerifiableItem], counts: Mapping[str, int], samples: int,
+               r: int | None = None) -> dict[str, bool]:  # fmt: skip
+    """Each item's label: the data's own (``item.necessary``) where it gives one, else measured
+    from its correct count (an item with neither is an error naming it)."""
+    measured = necessity_labels({i.id: counts[i.id] for i in items if i.necessary is None and i.id in counts},
+                                samples, r)  # fmt: skip
+    missing = [i.id for i in items if i.necessary is None and i.id not in counts]
+    if missing:
+        raise ValueError(f"{len(missing)} items have neither a known necessity nor a correct count, e.g. {missing[:3]}")
+    return {i.id: i.necessary if i.necessary is not None else measured[i.id] for i in items}
+
+
 def label_summary(counts: Mapping[str, int], config: NecessityConfig) -> dict[str, dict[str, int]]:
     """Necessary / unnecessary counts at each reported threshold (``{"r=10": {...}, "r=9": {...}}``)."""
     out = {}
