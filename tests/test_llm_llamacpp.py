@@ -73,3 +73,51 @@ def test_default_model_calls_the_calculator(default_llamacpp):
     call = c.tool_calls[0]
     assert isinstance(call, ToolCall) and call.name == "calculator"
     assert call.arguments["expression"].replace(" ", "") in {"1234*5678", "1234x5678"}
+
+
+def test_the_client_lists_the_extra_options_it_takes(small_llamacpp):
+    from kate.llm.base import supports
+
+    assert all(supports(small_llamacpp, o) for o in ("top_p", "top_logprobs", "prefill"))
+    assert not supports(small_llamacpp, "tool_choice")
+
+
+def test_prefill_starts_the_answer_and_counts_only_generated_tokens(small_llamacpp):
+    [plain] = small_llamacpp.chat(HELLO, max_tokens=8)
+    [c] = small_llamacpp.chat(HELLO, max_tokens=8, prefill="Dear Ada,", logprobs=True)
+    assert c.text.startswith("Dear Ada,") and len(c.text) > len("Dear Ada,")
+    assert c.logprobs is not None and len(c.logprobs) == c.usage.completion_tokens <= 8
+    assert c.usage.prompt_tokens > plain.usage.prompt_tokens
+    assert "".join(t.token for t in c.logprobs) == c.text[len("Dear Ada,") :]
+
+
+def test_a_prefilled_tool_call_parses_as_that_function(small_llamacpp):
+    from kate.demo import DEMO_TOOLS
+
+    prefill = '<tool_call>\n{"name": "get_weather", "arguments": '
+    ask = [{"role": "user", "content": "Is it raining in Paris?"}]
+    [c] = small_llamacpp.chat(ask, DEMO_TOOLS, max_tokens=40, prefill=prefill, stop=["</tool_call>"])
+    assert c.text.startswith(prefill)
+    assert c.parse_error is None, c.text
+    assert [call.name for call in c.tool_calls] == ["get_weather"]
+
+
+def test_top_logprobs_are_sorted_and_led_by_the_greedy_token(small_llamacpp):
+    [c] = small_llamacpp.chat(HELLO, max_tokens=10, logprobs=True, top_logprobs=5)
+    assert c.logprobs is not None and c.logprobs
+    for t in c.logprobs:
+        assert len(t.top) == 5
+        assert [lp for _, lp in t.top] == sorted((lp for _, lp in t.top), reverse=True)
+        assert t.top[0] == (t.token, t.logprob)  # greedy: the chosen token is the most likely one
+        assert all(lp <= 0 for _, lp in t.top)
+    [plain] = small_llamacpp.chat(HELLO, max_tokens=10, logprobs=True)
+    assert plain.text == c.text and all(t.top == () for t in plain.logprobs)
+
+
+def test_a_sampled_token_is_among_the_alternatives_when_it_is_likely_enough(small_llamacpp):
+    out = small_llamacpp.chat(HELLO, n=2, temperature=1.0, max_tokens=8, seed=3, logprobs=True, top_logprobs=3)
+    for c in out:
+        for t in c.logprobs:
+            assert len(t.top) == 3 and t.logprob <= t.top[0][1]
+            if t.logprob > t.top[-1][1]:
+                assert (t.token, t.logprob) in t.top

@@ -4,21 +4,24 @@ The high-level ``Llama`` API ignores ``n``, so this backend drives llama.cpp's b
 the prompt is decoded once into a unified KV cache with its cells shared by all ``n`` sequences
 (one prefill), then the ``n`` continuations decode together, one token per sequence per batch.
 The prompt's cells also stay cached between calls, so an agent loop whose history only grows
-prefills only the new tokens of each step.
+prefills only the new tokens of each step. Concurrent ``chat`` calls from several threads share the
+context: their sequences decode together, a token each per batch (kate.llm.llamacpp_batch); a
+request alone runs exactly the batches it ran before there was a scheduler.
 """
 
 from __future__ import annotations
 
 import ctypes
 import os
-import threading
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from kate.llm.base import Completion, Message, TokenLogprob, ToolSchema, Usage, check_sampling_args, completion_from_text
+from kate.llm.base import (
+    Completion, Message, TokenLogprob, ToolSchema, Usage, check_sampling_args, completion_from_text,
+)  # fmt: skip
 from kate.llm.chat_template import render_chat
+from kate.llm.llamacpp_batch import BatchScheduler, Entry, Request, SamplingParams, Sequence
 from kate.llm.registry import MODELS, model_path
 
 
@@ -32,17 +35,11 @@ def resolve_gguf(model: str) -> Path:
     return path
 
 
-@dataclass
-class _Sequence:
-    seq_id: int
-    tokens: list[int] = field(default_factory=list)
-    logprobs: list[float] = field(default_factory=list)
-    finish: str | None = None
-    text: str | None = None  # set when a stop string cut the text
-
-
 class LlamaCppChatModel:
-    """Chat with a GGUF model through llama.cpp; ``n`` samples share one prefill."""
+    """Chat with a GGUF model through llama.cpp; ``n`` samples share one prefill, and concurrent
+    calls decode together (kate.llm.llamacpp_batch)."""
+
+    options = ("top_p", "top_logprobs", "prefill")  # the extra chat() keywords it takes (base.supports)
 
     def __init__(
         self,
@@ -97,9 +94,8 @@ class LlamaCppChatModel:
             raise ValueError(f"{self.path}: the GGUF carries no chat template; pass chat_template=")
         self.bos_token = self._model.token_get_text(self._model.token_bos()) if self._model.token_bos() >= 0 else ""
         self.eos_token = self._model.token_get_text(self._model.token_eos()) if self._model.token_eos() >= 0 else ""
-        self._cached: list[int] = []  # prompt tokens whose cells (seq 0) are in the KV cache
-        self._lock = threading.Lock()  # one llama context: one request at a time
         self._threads = (threads, threads_batch)
+        self.scheduler = BatchScheduler(self)  # one llama context, shared by every concurrent chat()
 
     def runtime(self) -> dict[str, object]:
         """What decides a greedy run's numerics on this machine: llama.cpp's version and build, the
@@ -122,8 +118,9 @@ class LlamaCppChatModel:
     def detokenize(self, tokens: list[int]) -> str:
         return self._model.detokenize(tokens, special=False).decode("utf-8", errors="replace")
 
-    # ----------------------------------------------------------------------------- batch
-    def _fill(self, entries: list[tuple[int, int, tuple[int, ...], bool]]) -> None:
+    # ----------------------------------------------------------------------------- engine
+    # What the batch scheduler drives (kate.llm.llamacpp_batch.DecodeEngine); not for callers.
+    def decode_batch(self, entries: list[Entry]) -> None:
         """Put (token, pos, seq_ids, wants_logits) entries in the batch and decode it."""
         batch = self._batch.batch
         batch.n_tokens = len(entries)
@@ -136,55 +133,20 @@ class LlamaCppChatModel:
             batch.logits[i] = logits
         self._ctx.decode(self._batch)
 
-    def _logits(self, index: int) -> np.ndarray:
+    def logits_at(self, index: int) -> np.ndarray:
         pointer = self._ctx.get_logits_ith(index)
         return np.ctypeslib.as_array(ctypes.cast(pointer, ctypes.POINTER(ctypes.c_float)), shape=(self.n_vocab,)).copy()
 
-    def _prefill(self, prompt: list[int], width: int) -> np.ndarray:
-        """Make ``prompt`` the KV prefix of sequences 0..width-1, decoding only what is not cached.
-        Returns the logits after the last prompt token."""
-        llama_cpp, memory = self._llama_cpp, self._ctx.memory
-        common = 0
-        for a, b in zip(self._cached, prompt):
-            if a != b:
-                break
-            common += 1
-        common = min(common, len(prompt) - 1)  # always decode at least one token, for its logits
-        for seq in range(1, self.max_parallel):
-            llama_cpp.llama_memory_seq_rm(memory, seq, -1, -1)
-        llama_cpp.llama_memory_seq_rm(memory, 0, common, -1)
-        for seq in range(1, width):
-            llama_cpp.llama_memory_seq_cp(memory, 0, seq, 0, common)
-        seqs = tuple(range(width))
-        rest = prompt[common:]
-        for start in range(0, len(rest), self.n_batch):
-            chunk = rest[start : start + self.n_batch]
-            last = start + len(chunk) == len(rest)
-            entries = [(t, common + start + i, seqs, last and i == len(chunk) - 1) for i, t in enumerate(chunk)]
-            self._fill(entries)
-        self._cached = list(prompt)
-        return self._logits(len(rest[(len(rest) - 1) // self.n_batch * self.n_batch :]) - 1)
+    def seq_rm(self, seq: int, p0: int, p1: int) -> None:
+        self._llama_cpp.llama_memory_seq_rm(self._ctx.memory, seq, p0, p1)
 
-    # ----------------------------------------------------------------------------- sampling
-    @staticmethod
-    def _pick(logits: np.ndarray, temperature: float, top_p: float, rng: np.random.Generator) -> tuple[int, float]:
-        """A token and its log-probability under the model's own distribution (temperature 1)."""
-        shifted = logits - logits.max()
-        log_norm = np.log(np.exp(shifted, dtype=np.float64).sum())
-        if temperature <= 0:
-            token = int(np.argmax(logits))
-        else:
-            scaled = np.exp((shifted / temperature).astype(np.float64))
-            probs = scaled / scaled.sum()
-            if top_p < 1.0:
-                order = np.argsort(-probs)
-                keep = order[: int(np.searchsorted(np.cumsum(probs[order]), top_p)) + 1]
-                mask = np.zeros_like(probs)
-                mask[keep] = probs[keep]
-                probs = mask / mask.sum()
-            token = int(rng.choice(len(probs), p=probs))
-        return token, float(shifted[token] - log_norm)
+    def seq_cp(self, src: int, dst: int, p0: int, p1: int) -> None:
+        self._llama_cpp.llama_memory_seq_cp(self._ctx.memory, src, dst, p0, p1)
 
+    def is_eog(self, token: int) -> bool:
+        return bool(self._llama_cpp.llama_vocab_is_eog(self._model.vocab, token))
+
+    # ----------------------------------------------------------------------------- chat
     def chat(
         self,
         messages: list[Message],
@@ -198,68 +160,47 @@ class LlamaCppChatModel:
         logprobs: bool = False,
         top_p: float = 1.0,
         ignore_eos: bool = False,
+        top_logprobs: int = 0,
+        prefill: str | None = None,
     ) -> list[Completion]:
+        """``n`` completions; concurrent calls from several threads decode together.
+
+        ``prefill``: text the answer starts with, tokenized on its own after the rendered prompt;
+        the returned text includes it (and is parsed for tool calls whole), logprobs and
+        ``completion_tokens`` count only generated tokens, ``prompt_tokens`` includes it.
+        ``top_logprobs``: with ``logprobs``, the k most likely tokens at each position.
+        """
         check_sampling_args(n, temperature, max_tokens)
+        if not isinstance(top_logprobs, int) or top_logprobs < 0:
+            raise ValueError(f"top_logprobs must be a non-negative integer, got {top_logprobs!r}")
         prompt = self.tokenize(self.render(messages, tools))
+        if prefill:
+            prompt += self.tokenize(prefill)
         if len(prompt) + max_tokens > self.n_ctx:
             raise ValueError(
                 f"{self.name}: prompt of {len(prompt)} tokens + max_tokens {max_tokens} exceeds n_ctx {self.n_ctx}"
             )
-        rng = np.random.default_rng(seed)
         room = (self.n_ctx - len(prompt)) // max_tokens  # sequences whose continuations fit beside the prompt
-        round_size = max(1, min(n, self.max_parallel, room))
-        sequences: list[_Sequence] = []
-        with self._lock:
-            while len(sequences) < n:
-                width = min(round_size, n - len(sequences))
-                sequences += self._generate(prompt, width, temperature, top_p, max_tokens, stop or [], rng, ignore_eos)
-        return [self._completion(s, len(prompt), logprobs) for s in sequences]
+        params = SamplingParams(
+            temperature=temperature, top_p=top_p, max_tokens=max_tokens, stop=tuple(stop or ()),
+            ignore_eos=ignore_eos, top_logprobs=top_logprobs if logprobs else 0,
+        )  # fmt: skip
+        request = Request(
+            prompt=prompt, n=n, round_size=max(1, min(n, self.max_parallel, room)), params=params,
+            rng=np.random.default_rng(seed),
+        )  # fmt: skip
+        self.scheduler.run(request)
+        return [self._completion(s, len(prompt), logprobs, prefill or "") for s in request.sequences]
 
-    def _generate(self, prompt, width, temperature, top_p, max_tokens, stop, rng, ignore_eos) -> list[_Sequence]:
-        first_logits = self._prefill(prompt, width)
-        sequences = [_Sequence(seq_id=s) for s in range(width)]
-        logits_of = {s.seq_id: first_logits for s in sequences}
-        vocab = self._model.vocab
-        for step in range(max_tokens):
-            active = [s for s in sequences if s.finish is None]
-            entries = []
-            for s in active:
-                token, logprob = self._pick(logits_of[s.seq_id], temperature, top_p, rng)
-                if not ignore_eos and self._llama_cpp.llama_vocab_is_eog(vocab, token):
-                    s.finish = "stop"
-                    continue
-                s.tokens.append(token)
-                s.logprobs.append(logprob)
-                if stop and self._hit_stop(s, stop):
-                    continue
-                if len(s.tokens) >= max_tokens:
-                    s.finish = "length"
-                    continue
-                entries.append((token, len(prompt) + step, (s.seq_id,), True))
-            if not entries:
-                break
-            self._fill(entries)
-            for i, (_, _, (seq_id,), _) in enumerate(entries):
-                logits_of[seq_id] = self._logits(i)
-        for s in sequences:
-            s.finish = s.finish or "length"
-        return sequences
-
-    def _hit_stop(self, s: _Sequence, stop: list[str]) -> bool:
-        text = self.detokenize(s.tokens)
-        cuts = [text.find(x) for x in stop if x in text]
-        if not cuts:
-            return False
-        s.text, s.finish = text[: min(cuts)], "stop"
-        return True
-
-    def _completion(self, s: _Sequence, prompt_tokens: int, logprobs: bool) -> Completion:
+    def _completion(self, s: Sequence, prompt_tokens: int, logprobs: bool, prefill: str) -> Completion:
         text = s.text if s.text is not None else self.detokenize(s.tokens)
+        tops = s.tops or [()] * len(s.tokens)
         token_logprobs = tuple(
-            TokenLogprob(self.detokenize([t]), lp, t) for t, lp in zip(s.tokens, s.logprobs)
+            TokenLogprob(self.detokenize([t]), lp, t, tuple((self.detokenize([a]), alp) for a, alp in top))
+            for t, lp, top in zip(s.tokens, s.logprobs, tops)
         )
         return completion_from_text(
-            text,
+            prefill + text,
             formats=self.formats,
             finish_reason=s.finish,
             logprobs=token_logprobs if logprobs else None,
@@ -267,6 +208,7 @@ class LlamaCppChatModel:
         )
 
     def close(self) -> None:
+        self.scheduler.close()
         self._batch.close()
         self._ctx.close()
         self._model.close()

@@ -1,0 +1,383 @@
+"""Continuous batching for the llama.cpp backend: concurrent ``chat`` calls decode together.
+
+Each admitted request holds its own sequence ids out of ``max_parallel`` (one per sample of its
+current round) and every active sequence of every admitted request advances one token per
+``llama_decode`` batch. A new request's prompt is prefilled between decode steps, in batches of its
+own tokens only (the running requests pause for it); it joins the next decode step. Requests are
+admitted first come, first served; one whose sequences or KV cells do not fit waits, and so does
+everyone behind it, until running requests free theirs. Each request samples with its own
+generator, so what runs beside it never changes its draws; an error in one request (a failed
+decode of its prompt, a bad sample) fails that request alone.
+
+Prefix cache, per sequence like llama.cpp's server slots: an idle sequence keeps the cells of the
+last prompt it led, and a new request leads with the free sequence whose cache shares the longest
+prefix with its prompt, so an agent loop whose history only grows prefills only its new tokens.
+Idle caches are dropped, least recently used first, when their cells are needed.
+
+There is no engine thread: the first caller that finds nobody driving drives the loop until its own
+request is done, then hands over to a caller still waiting.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Iterator, Protocol
+
+import numpy as np
+
+Entry = tuple[int, int, tuple[int, ...], bool]  # (token, position, sequence ids, wants logits)
+
+
+class DecodeEngine(Protocol):
+    """What the scheduler needs from a llama.cpp context (``LlamaCppChatModel`` provides it)."""
+
+    n_ctx: int
+    n_batch: int
+    max_parallel: int
+
+    def decode_batch(self, entries: list[Entry]) -> None: ...
+    def logits_at(self, index: int) -> np.ndarray: ...
+    def seq_rm(self, seq: int, p0: int, p1: int) -> None: ...
+    def seq_cp(self, src: int, dst: int, p0: int, p1: int) -> None: ...
+    def is_eog(self, token: int) -> bool: ...
+    def detokenize(self, tokens: list[int]) -> str: ...
+
+
+def pick_token(
+    logits: np.ndarray, temperature: float, top_p: float, rng: np.random.Generator, top_k: int = 0
+) -> tuple[int, float, tuple[tuple[int, float], ...]]:
+    """A token, its log-probability under the model's own distribution (temperature 1), and the
+    ``top_k`` most likely (token, logprob) pairs under that distribution, most likely first."""
+    shifted = logits - logits.max()
+    log_norm = np.log(np.exp(shifted, dtype=np.float64).sum())
+    if temperature <= 0:
+        token = int(np.argmax(logits))
+    else:
+        scaled = np.exp((shifted / temperature).astype(np.float64))
+        probs = scaled / scaled.sum()
+        if top_p < 1.0:
+            order = np.argsort(-probs)
+            keep = order[: int(np.searchsorted(np.cumsum(probs[order]), top_p)) + 1]
+            mask = np.zeros_like(probs)
+            mask[keep] = probs[keep]
+            probs = mask / mask.sum()
+        token = int(rng.choice(len(probs), p=probs))
+    top: tuple[tuple[int, float], ...] = ()
+    if top_k > 0:
+        k = min(top_k, len(logits))
+        ids = np.argpartition(-shifted, k - 1)[:k]
+        ids = ids[np.lexsort((ids, -shifted[ids]))]  # most likely first; ties by token id, as argmax
+        top = tuple((int(t), float(shifted[t] - log_norm)) for t in ids)
+    return token, float(shifted[token] - log_norm), top
+
+
+@dataclass(frozen=True)
+class SamplingParams:
+    """How one request samples: the same for every one of its sequences."""
+
+    temperature: float = 0.0  # 0 is greedy
+    top_p: float = 1.0  # nucleus mass kept when sampling
+    max_tokens: int = 256  # generated tokens per sequence at most
+    stop: tuple[str, ...] = ()  # strings that end a sequence (cut from its text)
+    ignore_eos: bool = False  # keep going past end-of-generation tokens
+    top_logprobs: int = 0  # most likely alternatives recorded per generated token
+
+
+@dataclass
+class Sequence:
+    """One sample of a request: its tokens, their logprobs, and why it ended."""
+
+    seq_id: int
+    tokens: list[int] = field(default_factory=list)
+    logprobs: list[float] = field(default_factory=list)
+    tops: list[tuple[tuple[int, float], ...]] = field(default_factory=list)
+    finish: str | None = None
+    text: str | None = None  # set when a stop string cut the text
+
+
+@dataclass(eq=False)
+class Request:
+    """One ``chat`` call: ``n`` samples of ``prompt``, at most ``round_size`` decoding at once."""
+
+    prompt: list[int]
+    n: int
+    round_size: int
+    params: SamplingParams
+    rng: np.random.Generator
+    sequences: list[Sequence] = field(default_factory=list)  # finished samples, in order
+    running: list[Sequence] = field(default_factory=list)  # the current round's, leader first
+    logits: dict[int, np.ndarray] = field(default_factory=dict)  # next-token logits per seq id
+    reserved: int = 0  # KV cells this round may use
+    error: BaseException | None = None
+    done: bool = False
+
+
+@dataclass
+class SchedulerStats:
+    """Counters for tests and benchmarks: evidence of what ran together."""
+
+    steps: int = 0  # decode steps
+    prefills: int = 0  # rounds admitted
+    prefill_tokens: int = 0  # prompt tokens decoded (the rest came from the prefix cache)
+    max_requests_per_step: int = 0  # most distinct requests in one decode batch
+    max_seqs_per_step: int = 0  # most sequences in one decode batch
+
+
+class BatchScheduler:
+    """Admits requests into free sequence ids and decodes all of them together, a token a step."""
+
+    def __init__(self, engine: DecodeEngine) -> None:
+        self.engine = engine
+        slots = engine.max_parallel
+        self.stats = SchedulerStats()
+        self._cond = threading.Condition()
+        self._pending: deque[Request] = deque()  # guarded by _cond
+        self._paused = False
+        self._driving = False
+        self._closed = False
+        # Below: touched only by the driving thread.
+        self._active: list[Request] = []
+        self._owner: list[Request | None] = [None] * slots
+        self._cached: list[list[int]] = [[] for _ in range(slots)]  # prompt whose cells a seq holds
+        self._used_at = [0] * slots
+        self._clock = 0
+
+    # ------------------------------------------------------------------------------ callers
+    def run(self, request: Request) -> None:
+        """Decode ``request``, with whatever else is running, until it is done; raise its error."""
+        with self._cond:
+            if self._closed:
+                raise RuntimeError("the model is closed")
+            self._pending.append(request)
+            self._cond.notify_all()
+            while not request.done and self._driving:
+                self._cond.wait()
+            drive = not request.done
+            self._driving = self._driving or drive
+        if drive:
+            try:
+                self._drive(request)
+            finally:
+                with self._cond:
+                    self._driving = False
+                    self._cond.notify_all()
+        if request.error is not None:
+            raise request.error
+
+    @contextmanager
+    def paused(self) -> Iterator[None]:
+        """Hold back admissions (running requests go on): queue several requests, then let them in at once."""
+        with self._cond:
+            self._paused = True
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._paused = False
+                self._cond.notify_all()
+
+    def wait_pending(self, count: int, timeout: float | None = None) -> bool:
+        """Wait until ``count`` requests are queued (for tests, with ``paused``)."""
+        with self._cond:
+            return self._cond.wait_for(lambda: len(self._pending) >= count, timeout)
+
+    def close(self) -> None:
+        """Fail what is queued and wait for the driver to stop; the engine may then be freed."""
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+            while self._driving:
+                self._cond.wait()
+            while self._pending:
+                self._complete(self._pending.popleft(), RuntimeError("the model was closed"))
+
+    # ------------------------------------------------------------------------------ driving
+    def _drive(self, mine: Request) -> None:
+        while not mine.done:
+            if self._closed:
+                for request in list(self._active):
+                    self._release(request, keep_cache=False)
+                    self._complete(request, RuntimeError("the model was closed"))
+                with self._cond:
+                    while self._pending:
+                        self._complete(self._pending.popleft(), RuntimeError("the model was closed"))
+                return
+            self._admit()
+            if self._active:
+                self._step()
+            elif not mine.done:
+                with self._cond:  # only a pause keeps an idle engine from admitting the queue's head
+                    while self._paused and not self._closed:
+                        self._cond.wait()
+
+    def _admit(self) -> None:
+        while True:
+            with self._cond:
+                if self._paused or not self._pending:
+                    return
+                plan = self._plan(self._pending[0])
+                if plan is None:
+                    return
+                request = self._pending.popleft()
+            self._start_round(request, *plan)
+
+    def _plan(self, request: Request) -> tuple[int, list[int], list[int], int] | None:
+        """(leader, other members, idle caches to drop, cells to reserve), or None to wait."""
+        width = min(request.round_size, request.n - len(request.sequences))
+        free = [s for s in range(self.engine.max_parallel) if self._owner[s] is None]
+        if len(free) < width:
+            return None
+        lead = max(free, key=lambda s: (_common(self._cached[s], request.prompt), -s))
+        members = sorted((s for s in free if s != lead), key=lambda s: (bool(self._cached[s]), s))[: width - 1]
+        need = len(request.prompt) + width * request.params.max_tokens
+        used = sum(r.reserved for r in self._active)
+        idle = [s for s in free if s != lead and s not in members and self._cached[s]]
+        idle.sort(key=lambda s: self._used_at[s])  # least recently used first
+        held = sum(len(self._cached[s]) for s in idle)
+        evict = []
+        for s in idle:
+            if used + held + need <= self.engine.n_ctx:
+                break
+            evict.append(s)
+            held -= len(self._cached[s])
+        if used + held + need > self.engine.n_ctx:
+            return None
+        return lead, members, evict, need
+
+    def _start_round(self, request: Request, lead: int, members: list[int], evict: list[int], need: int) -> None:
+        """Make the prompt the KV prefix of the round's sequences, decoding only what is not cached."""
+        engine, prompt = self.engine, request.prompt
+        for s in sorted(evict + members):
+            engine.seq_rm(s, -1, -1)
+            self._cached[s] = []
+        common = min(_common(self._cached[lead], prompt), len(prompt) - 1)  # decode >= 1 token, for its logits
+        engine.seq_rm(lead, common, -1)
+        self._cached[lead] = []
+        for s in members:
+            engine.seq_cp(lead, s, 0, common)
+        seqs = (lead, *members)
+        rest = prompt[common:]
+        try:
+            for start in range(0, len(rest), engine.n_batch):
+                chunk = rest[start : start + engine.n_batch]
+                last = start + len(chunk) == len(rest)
+                entries = [(t, common + start + i, seqs, last and i == len(chunk) - 1) for i, t in enumerate(chunk)]
+                engine.decode_batch(entries)
+            logits = engine.logits_at(len(rest[(len(rest) - 1) // engine.n_batch * engine.n_batch :]) - 1)
+        except Exception as error:  # this request fails; the others never saw its cells
+            for s in seqs:
+                engine.seq_rm(s, -1, -1)
+            self._complete(request, error)
+            return
+        self._cached[lead] = list(prompt)
+        self._clock += 1
+        for s in seqs:
+            self._owner[s], self._used_at[s] = request, self._clock
+        request.running = [Sequence(seq_id=s) for s in seqs]
+        request.logits = dict.fromkeys(seqs, logits)
+        request.reserved = need
+        self._active.append(request)
+        self.stats.prefills += 1
+        self.stats.prefill_tokens += len(rest)
+
+    def _step(self) -> None:
+        """Sample one token for every running sequence, then decode them all in one batch."""
+        entries: list[Entry] = []
+        owners: list[tuple[Request, Sequence]] = []
+        for request in list(self._active):
+            try:
+                mine = self._advance(request)
+            except Exception as error:  # a bad sample fails its request alone
+                self._release(request, keep_cache=False)
+                self._complete(request, error)
+                continue
+            entries += [e for e, _ in mine]
+            owners += [(request, s) for _, s in mine]
+        if entries:
+            try:
+                self.engine.decode_batch(entries)
+            except Exception as error:  # the batch is lost: every request in it fails
+                for request in dict.fromkeys(r for r, _ in owners):
+                    self._release(request, keep_cache=False)
+                    self._complete(request, error)
+                return
+            for i, (request, s) in enumerate(owners):
+                request.logits[s.seq_id] = self.engine.logits_at(i)
+            self.stats.steps += 1
+            self.stats.max_seqs_per_step = max(self.stats.max_seqs_per_step, len(entries))
+            self.stats.max_requests_per_step = max(self.stats.max_requests_per_step, len({id(r) for r, _ in owners}))
+        for request in list(self._active):
+            if all(s.finish is not None for s in request.running):
+                self._end_round(request)
+
+    def _advance(self, request: Request) -> list[tuple[Entry, Sequence]]:
+        """Pick the next token of each of the request's running sequences; the entries to decode."""
+        params, out = request.params, []
+        for s in request.running:
+            if s.finish is not None:
+                continue
+            logits = request.logits[s.seq_id]
+            token, logprob, top = pick_token(logits, params.temperature, params.top_p, request.rng, params.top_logprobs)
+            if not params.ignore_eos and self.engine.is_eog(token):
+                s.finish = "stop"
+                continue
+            s.tokens.append(token)
+            s.logprobs.append(logprob)
+            if top:
+                s.tops.append(top)
+            if params.stop and self._hit_stop(s, params.stop):
+                continue
+            if len(s.tokens) >= params.max_tokens:
+                s.finish = "length"
+                continue
+            out.append(((token, len(request.prompt) + len(s.tokens) - 1, (s.seq_id,), True), s))
+        return out
+
+    def _hit_stop(self, s: Sequence, stop: tuple[str, ...]) -> bool:
+        text = self.engine.detokenize(s.tokens)
+        cuts = [text.find(x) for x in stop if x in text]
+        if not cuts:
+            return False
+        s.text, s.finish = text[: min(cuts)], "stop"
+        return True
+
+    def _end_round(self, request: Request) -> None:
+        self._release(request, keep_cache=True)
+        request.sequences += request.running
+        request.running = []
+        if len(request.sequences) < request.n:
+            with self._cond:
+                self._pending.appendleft(request)  # its next round goes first
+        else:
+            self._complete(request, None)
+
+    def _release(self, request: Request, *, keep_cache: bool) -> None:
+        """Free the request's sequences; the leader keeps its prompt's cells when ``keep_cache``."""
+        for k, s in enumerate(request.running):
+            if k == 0 and keep_cache:
+                self.engine.seq_rm(s.seq_id, len(request.prompt), -1)
+            else:
+                self.engine.seq_rm(s.seq_id, -1, -1)
+                self._cached[s.seq_id] = []
+            self._owner[s.seq_id] = None
+        if request in self._active:
+            self._active.remove(request)
+        request.logits = {}
+
+    def _complete(self, request: Request, error: BaseException | None) -> None:
+        with self._cond:
+            request.error, request.done = error, True
+            self._cond.notify_all()
+
+
+def _common(a: list[int], b: list[int]) -> int:
+    """Length of the common prefix of two token lists."""
+    n = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        n += 1
+    return n

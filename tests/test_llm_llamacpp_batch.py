@@ -1,0 +1,238 @@
+"""The llama.cpp batch scheduler: concurrent requests decode together, each as if it ran alone.
+
+The first tests drive the scheduler with a fake engine whose KV cache is a list of tokens per
+sequence and whose logits are a function of a sequence's whole history, so a wrong cache (a
+sequence missing or holding a foreign token) shows up as a different answer. The last ones run
+the 135M model.
+"""
+
+from __future__ import annotations
+
+import threading
+import zlib
+
+import numpy as np
+import pytest
+
+from kate.llm.llamacpp_batch import BatchScheduler, Request, SamplingParams, SchedulerStats, pick_token
+
+POISON = 99  # a prompt holding this token fails to decode
+VOCAB = 32
+
+
+class FakeEngine:
+    """A KV cache of tokens by position per sequence; logits a hash of the sequence's history."""
+
+    def __init__(self, max_parallel: int = 4, n_ctx: int = 512, n_batch: int = 8) -> None:
+        self.max_parallel, self.n_ctx, self.n_batch = max_parallel, n_ctx, n_batch
+        self.kv: dict[int, list[int]] = {s: [] for s in range(max_parallel)}
+        self._logits: list[np.ndarray] = []
+        self.batch_sizes: list[int] = []
+        self.peak_cells = 0
+
+    def decode_batch(self, entries) -> None:
+        if any(token == POISON for token, *_ in entries):
+            raise RuntimeError("llama_decode returned 1")
+        self._logits = []
+        for token, pos, seqs, wants in entries:
+            for s in seqs:
+                assert pos == len(self.kv[s]), f"seq {s}: token at {pos} after {len(self.kv[s])} cells"
+                self.kv[s].append(token)
+            history = np.asarray(self.kv[seqs[0]], dtype=np.int64).tobytes()
+            self._logits.append(np.random.default_rng(zlib.crc32(history)).normal(size=VOCAB).astype(np.float32))
+        self.batch_sizes.append(len(entries))
+        self.peak_cells = max(self.peak_cells, sum(map(len, self.kv.values())))  # copies count twice
+
+    def logits_at(self, index: int) -> np.ndarray:
+        return self._logits[index].copy()
+
+    def seq_rm(self, seq: int, p0: int, p1: int) -> None:
+        assert p1 == -1
+        del self.kv[seq][max(p0, 0) :]
+
+    def seq_cp(self, src: int, dst: int, p0: int, p1: int) -> None:
+        assert p0 == 0 and not self.kv[dst]
+        self.kv[dst] = self.kv[src][:p1]
+
+    def is_eog(self, token: int) -> bool:
+        return token == 0
+
+    def detokenize(self, tokens: list[int]) -> str:
+        return " ".join(map(str, tokens))
+
+
+def request(prompt: list[int], *, n: int = 1, temperature: float = 0.0, max_tokens: int = 12, seed: int = 0):
+    params = SamplingParams(temperature=temperature, max_tokens=max_tokens)
+    return Request(prompt=prompt, n=n, round_size=n, params=params, rng=np.random.default_rng(seed))
+
+
+def answers(scheduler: BatchScheduler, req: Request) -> list[list[int]]:
+    req.round_size = min(req.n, scheduler.engine.max_parallel)
+    scheduler.run(req)
+    return [s.tokens for s in req.sequences]
+
+
+def run_together(scheduler: BatchScheduler, requests: list[Request]) -> list[list[list[int]] | BaseException]:
+    """Queue every request while admissions are held, then let them in at once."""
+    out: list = [None] * len(requests)
+
+    def go(i: int) -> None:
+        try:
+            out[i] = answers(scheduler, requests[i])
+        except Exception as error:  # noqa: BLE001 - the test looks at it
+            out[i] = error
+
+    with scheduler.paused():
+        threads = [threading.Thread(target=go, args=(i,)) for i in range(len(requests))]
+        for t in threads:
+            t.start()
+        assert scheduler.wait_pending(len(requests), timeout=30)
+    for t in threads:
+        t.join(timeout=60)
+    return out
+
+
+PROMPTS = [[1, 2, 3], [4, 5, 6, 7, 8, 9, 10, 11, 12, 14], [1, 2, 5], [20, 21]]
+
+
+def test_concurrent_requests_share_batches_and_answer_as_alone():
+    solo = [answers(BatchScheduler(FakeEngine()), request(p, seed=i)) for i, p in enumerate(PROMPTS)]
+    scheduler = BatchScheduler(FakeEngine())
+    together = run_together(scheduler, [request(p, seed=i) for i, p in enumerate(PROMPTS)])
+    assert together == solo
+    assert scheduler.stats.max_requests_per_step == 4 and scheduler.stats.max_seqs_per_step == 4
+
+
+def test_sampled_widths_keep_their_own_draws_beside_others():
+    def reqs():
+        return [
+            request(PROMPTS[0], n=3, temperature=1.0, seed=5),
+            request(PROMPTS[1]),
+            request(PROMPTS[3], n=2, temperature=0.7, seed=9),
+        ]
+
+    solo = [answers(BatchScheduler(FakeEngine(max_parallel=8)), r) for r in reqs()]
+    scheduler = BatchScheduler(FakeEngine(max_parallel=8))
+    assert run_together(scheduler, reqs()) == solo
+    assert scheduler.stats.max_seqs_per_step == 6
+
+
+def test_requests_beyond_the_free_sequences_wait_their_turn():
+    scheduler = BatchScheduler(FakeEngine(max_parallel=2))
+    out = run_together(scheduler, [request(p, seed=i) for i, p in enumerate(PROMPTS)])
+    assert all(isinstance(o, list) and len(o) == 1 for o in out)
+    assert max(scheduler.engine.batch_sizes) <= 8 and scheduler.stats.max_seqs_per_step == 2
+
+
+def test_more_samples_than_sequences_run_in_rounds():
+    out = answers(BatchScheduler(FakeEngine(max_parallel=2)), request(PROMPTS[0], n=5, temperature=1.0, seed=1))
+    again = answers(BatchScheduler(FakeEngine(max_parallel=2)), request(PROMPTS[0], n=5, temperature=1.0, seed=1))
+    assert len(out) == 5 and out == again
+
+
+def test_a_request_that_fails_to_decode_fails_alone():
+    scheduler = BatchScheduler(FakeEngine())
+    out = run_together(scheduler, [request(PROMPTS[0]), request([1, POISON, 2]), request(PROMPTS[3])])
+    assert isinstance(out[1], RuntimeError)
+    assert out[0] == answers(BatchScheduler(FakeEngine()), request(PROMPTS[0]))
+    assert out[2] == answers(BatchScheduler(FakeEngine()), request(PROMPTS[3]))
+    assert answers(scheduler, request(PROMPTS[1])) == answers(BatchScheduler(FakeEngine()), request(PROMPTS[1]))
+
+
+def test_a_growing_history_prefills_only_its_new_tokens():
+    scheduler = BatchScheduler(FakeEngine())
+    history = list(PROMPTS[1])
+    answers(scheduler, request(history))
+    scheduler.stats = SchedulerStats()
+    longer = history + [30, 31, 2]
+    assert answers(scheduler, request(longer)) == answers(BatchScheduler(FakeEngine()), request(longer))
+    assert scheduler.stats.prefill_tokens == 3
+
+
+def test_each_of_several_conversations_keeps_its_own_cache():
+    scheduler = BatchScheduler(FakeEngine())
+    run_together(scheduler, [request(PROMPTS[1]), request(PROMPTS[3])])
+    scheduler.stats = SchedulerStats()
+    grown = [PROMPTS[1] + [30], PROMPTS[3] + [31, 2]]
+    assert run_together(scheduler, [request(p) for p in grown]) == [
+        answers(BatchScheduler(FakeEngine()), request(p)) for p in grown
+    ]
+    assert scheduler.stats.prefill_tokens == 3
+
+
+def test_idle_caches_give_way_when_the_cells_are_needed():
+    scheduler = BatchScheduler(FakeEngine(max_parallel=4, n_ctx=40))
+    run_together(scheduler, [request(PROMPTS[1], max_tokens=4), request(PROMPTS[3], max_tokens=4)])
+    big = list(range(40, 60))  # 20 prompt tokens + 16 generated: room only once the idle caches go
+    alone = answers(BatchScheduler(FakeEngine()), request(big, max_tokens=16))
+    assert answers(scheduler, request(big, max_tokens=16)) == alone
+    assert scheduler.engine.peak_cells <= 40
+
+
+def test_top_k_is_sorted_and_led_by_the_greedy_token():
+    logits = np.random.default_rng(0).normal(size=100).astype(np.float32)
+    token, logprob, top = pick_token(logits, 0.0, 1.0, np.random.default_rng(0), top_k=5)
+    assert len(top) == 5 and top[0] == (token, logprob)
+    assert [lp for _, lp in top] == sorted((lp for _, lp in top), reverse=True)
+    assert np.isclose(np.exp(logprob), np.exp(logits[token]) / np.exp(logits.astype(np.float64)).sum())
+
+
+# ------------------------------------------------------------------------------ the 135M model
+CHATS = [[{"role": "user", "content": f"Tell me one fact about {t}."}] for t in ("owls", "tea", "rivers", "chess")]
+
+
+def chat_together(model, calls: list[dict], queued: int | None = None) -> list:
+    """Run each call's ``chat`` in its own thread, admitted together once ``queued`` of them (all, unless
+    some fail before queueing) wait; results or errors, in order."""
+    out: list = [None] * len(calls)
+
+    def go(i: int) -> None:
+        try:
+            out[i] = model.chat(**calls[i])
+        except Exception as error:  # noqa: BLE001 - the test looks at it
+            out[i] = error
+
+    threads = [threading.Thread(target=go, args=(i,)) for i in range(len(calls))]
+    with model.scheduler.paused():
+        for t in threads:
+            t.start()
+        assert model.scheduler.wait_pending(len(calls) if queued is None else queued, timeout=120)
+    for t in threads:
+        t.join(timeout=300)
+    return out
+
+
+@pytest.mark.model
+def test_four_concurrent_chats_decode_together_and_answer_as_alone(small_llamacpp):
+    calls = [{"messages": m, "max_tokens": 16} for m in CHATS]
+    solo = [small_llamacpp.chat(**c)[0].text for c in calls]
+    small_llamacpp.scheduler.stats = SchedulerStats()
+    together = chat_together(small_llamacpp, calls)
+    assert [len(o) for o in together] == [1, 1, 1, 1]
+    assert [o[0].text for o in together] == solo
+    assert small_llamacpp.scheduler.stats.max_requests_per_step == 4
+
+
+@pytest.mark.model
+def test_a_prompt_too_long_fails_alone_while_the_others_finish(small_llamacpp):
+    calls = [{"messages": m, "max_tokens": 12} for m in CHATS[:3]]
+    calls.insert(1, {"messages": [{"role": "user", "content": "word " * 3000}], "max_tokens": 12})
+    out = chat_together(small_llamacpp, calls, queued=3)  # the long one fails before it queues
+    assert isinstance(out[1], ValueError) and "exceeds n_ctx" in str(out[1])
+    solo = [small_llamacpp.chat(**c)[0].text for k, c in enumerate(calls) if k != 1]
+    assert [o[0].text for k, o in enumerate(out) if k != 1] == solo
+
+
+@pytest.mark.model
+def test_sampled_widths_and_greedy_chats_mix(small_llamacpp):
+    calls = [
+        {"messages": CHATS[0], "n": 3, "temperature": 1.0, "seed": 7, "max_tokens": 10},
+        {"messages": CHATS[1], "max_tokens": 10},
+        {"messages": CHATS[2], "n": 2, "temperature": 0.8, "seed": 1, "max_tokens": 10},
+    ]  # 6 sequences on 4 slots: the last waits for seqs to free up
+    solo = [[c.text for c in small_llamacpp.chat(**call)] for call in calls]
+    small_llamacpp.scheduler.stats = SchedulerStats()
+    together = chat_together(small_llamacpp, calls)
+    assert [[c.text for c in o] for o in together] == solo
+    stats = small_llamacpp.scheduler.stats  # whatever order they queued in, two of them shared steps
+    assert stats.max_requests_per_step >= 2 and stats.max_seqs_per_step <= 4
