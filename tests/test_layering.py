@@ -39,6 +39,7 @@ TOP_RANK = 9  # any other top-level command module kate/<name>_cmd.py
 SAME_RANK_ALLOWED: set[tuple[str, str]] = {
     ("kate.toolcall", "kate.io"),
     ("kate.tasks", "kate.appworld"),
+    ("kate.diagnose", "kate.tasks"),  # diagnostic sets solve items as kate's tasks do
     ("kate.cli", "kate.configs"),  # the CLI registers every job's schema before Hydra composes
 }
 

@@ -6,8 +6,7 @@ live_relevance: a call is due), so no necessity sampling is needed.
 (one policy step, the same knowledge filter, the same trace fields) and scores it with bfcl-eval's
 official checker (``kate.bfcl.checkers``), adding what the diagnostics read: ``called`` (the step's
 parsed calls) and ``necessary`` (from the category). Other single-turn categories may be added;
-every one of them expects a call. (It cannot reuse ``BFCLTask`` itself: kate.tasks and
-kate.diagnose share a rank, and same-rank imports are refused.)
+every one of them expects a call.
 """
 
 from __future__ import annotations
@@ -16,14 +15,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kate.agent.knowledge import KnowledgeContext
 from kate.agent.policy import Policy
-from kate.bfcl.checkers import RELEVANCE, SCORING_MODEL, score_single_turn
+from kate.bfcl.checkers import RELEVANCE, SCORING_MODEL
 from kate.bfcl.data import BFCL_VERSION, MULTI_TURN, BFCLEntry, data_sha256, load_entries
 from kate.llm.base import Message, ToolSchema
-from kate.toolcall import ToolCall
+from kate.tasks.bfcl import MODEL_ERROR, BFCLTask
 
-MODEL_ERROR = "kate:model_error"
 
 DECISION_CATEGORIES = ("irrelevance", "live_irrelevance", "live_relevance")
 
@@ -73,24 +70,12 @@ class BFCLDecisionTask:
         return call_needed(entry.category)
 
     def solve(self, entry: BFCLEntry, policy: Policy, seed: int) -> dict[str, Any]:
-        context = KnowledgeContext("single_turn", api_classes=(), tools=tuple(entry.tools), exclude_ids=(entry.id,))
-        messages, tools = self.prompt(entry)
-        try:
-            done = policy.step(messages, tools, seed=seed, context=context)
-        except ValueError as error:  # e.g. the prompt does not fit the context: a recorded failure
-            return {"calls": [], "parse_error": None, "error_type": MODEL_ERROR, "error": str(error), "outputs": [],
-                    "vote": None, "called": False, "attempted": False, "first_step": None}  # fmt: skip
-        step = done.step
-        calls = [c.to_dict() for c in step.calls]
-        return {"calls": calls, "parse_error": step.parse_error, "prompt": done.prompt, "knowledge": done.knowledge,
-                "outputs": [c.text for c in step.completions], "vote": step.vote.to_dict() if step.vote else None,
-                "usage": {"prompt_tokens": step.usage.prompt_tokens, "completion_tokens": step.usage.completion_tokens},
-                "called": bool(calls), "attempted": bool(calls) or step.parse_error is not None,
-                "first_step": {"text": step.text, "calls": calls, "parse_error": step.parse_error}}  # fmt: skip
+        trace = BFCLTask([entry], self.split).solve(entry, policy, seed)
+        calls = trace["calls"]
+        return {**trace, "called": bool(calls), "attempted": bool(calls) or trace.get("parse_error") is not None,
+                "first_step": None if trace.get("error_type") == MODEL_ERROR else
+                {"text": (trace["outputs"] or [""])[0], "calls": calls, "parse_error": trace["parse_error"]}}  # fmt: skip
 
     def score(self, entry: BFCLEntry, trace: Mapping[str, Any]) -> dict[str, Any]:
         extra = {"called": bool(trace.get("called")), "necessary": self.necessary(entry)}
-        if trace.get("error_type") == MODEL_ERROR:
-            return {"valid": False, "error_type": MODEL_ERROR, "error": trace.get("error"), **extra}
-        calls = [ToolCall.from_dict(c) for c in trace.get("calls", [])]
-        return {**score_single_turn(entry, calls, trace.get("parse_error")), **extra}
+        return {**BFCLTask([entry], self.split).score(entry, trace), **extra}
