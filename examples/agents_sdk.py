@@ -64,8 +64,9 @@ def run(agent: Agent, question: str, *, max_steps: int = 4) -> dict:
     for call in calls:
         print(f"{call['name']}({json.dumps(call['arguments'])}) -> {json.dumps(call['result'])}")
     print(f"answer: {answer}" if answer is not None else f"stopped: {stopped}")
-    return {"framework": "openai-agents", "model": agent.model.model, "question": question, "calls": calls,  # type: ignore[union-attr]
-            "answer": answer, "stopped": stopped}  # fmt: skip
+    model = agent.model.model if isinstance(agent.model, OpenAIChatCompletionsModel) else str(agent.model)
+    return {"framework": "openai-agents", "model": model, "question": question, "calls": calls, "answer": answer,
+            "stopped": stopped}  # fmt: skip
 
 
 def _calls(items: list[RunItem]) -> list[dict[str, Any]]:

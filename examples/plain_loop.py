@@ -108,7 +108,10 @@ def run(client: OpenAI, model: str, question: str, *, max_steps: int = 4, max_to
         kate_options: dict[str, Any] | None = None) -> dict:  # fmt: skip
     """The loop. Returns a summary: every call with its arguments and result, the final answer (None
     when the step limit came first), why it stopped, and kate's extra response field per step."""
-    messages: list[dict[str, Any]] = [{"role": "system", "content": INSTRUCTIONS}, {"role": "user", "content": question}]
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": INSTRUCTIONS},
+        {"role": "user", "content": question},
+    ]
     extra: dict[str, Any] = {}
     if max_tokens is not None:
         extra["max_tokens"] = max_tokens
@@ -128,7 +131,8 @@ def run(client: OpenAI, model: str, question: str, *, max_steps: int = 4, max_to
         for call in tool_calls:
             result = run_tool(call.function.name, call.function.arguments)
             print(f"step {step}: {call.function.name}({call.function.arguments}) -> {json.dumps(result)}")
-            calls.append({"name": call.function.name, "arguments": _json_or_text(call.function.arguments), "result": result})
+            arguments = _json_or_text(call.function.arguments)
+            calls.append({"name": call.function.name, "arguments": arguments, "result": result})
             messages.append({"role": "tool", "tool_call_id": call.id, "content": json.dumps(result)})
     print(f"stopped after {max_steps} model calls without an answer")
     return _summary(model, question, calls, None, "max_steps", max_steps, kate_fields)
