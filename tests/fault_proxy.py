@@ -74,6 +74,17 @@ def seeded(rate: float, seed: int = 0, kinds: Sequence[str] = FAULT_KINDS) -> Sc
     return schedule
 
 
+def every(k: int, kinds: Sequence[str] = FAULT_KINDS) -> Schedule:
+    """Every ``k``-th request faulted (requests k-1, 2k-1, ...), the kinds taken in turn: a fixed rate
+    of 1/k with each kind once in every ``k * len(kinds)`` requests, whatever the seed or the timing."""
+    for kind in kinds:
+        _check_kind(kind)
+    if k < 2:
+        raise ValueError(f"k must be at least 2 (a faulted request's retry is the next one), got {k!r}")
+    order = list(kinds)
+    return lambda index, body: order[(index // k) % len(order)] if index % k == k - 1 else None
+
+
 def persistent(kind: str, contains: str) -> Schedule:
     """``kind`` on every request whose body contains ``contains`` (as JSON writes it), so one item's
     requests fail through every retry while the others pass."""

@@ -226,7 +226,10 @@ class OpenAIChatModel:
                 return parse_response(self.client.chat.completions.create(**payload), self.formats)
             except Exception as error:  # noqa: BLE001 - classified right below
                 if attempt == self.max_retries or not _failure(error)[2]:
-                    raise _upstream_error(error, self.base_url, attempt + 1) from error
+                    failure = _upstream_error(error, self.base_url, attempt + 1)
+                    if failure is error:
+                        raise
+                    raise failure from error
                 time.sleep(self.backoff * (2**attempt) * (1 + random.random() / 2))
         raise AssertionError("unreachable")
 
