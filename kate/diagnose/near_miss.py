@@ -102,7 +102,7 @@ def parameters_of(tool: Mapping[str, Any]) -> list[str]:
 
 
 def misspelled(name: str, rng: random.Random) -> str:
-    """``name`` with two adjacent, different letters swapped (the same name when none differ)."""
+    """``name`` with two adjacent, different letters swapped (the last character doubled when no two can be swapped)."""
     spots = [i for i in range(len(name) - 1) if name[i] != name[i + 1] and name[i] in string.ascii_letters
              and name[i + 1] in string.ascii_letters]
     if not spots:
