@@ -110,3 +110,32 @@ def test_bfcl_rows_use_the_official_checker(tmp_path):
     assert task.data() == {"simple_python": task.data()["simple_python"]}
     with pytest.raises(ValueError, match="ground-truth calls"):
         bfcl_replay_rows(("irrelevance",))
+
+
+def test_vectrayx_two_model_case_strict_vs_keyword(tmp_path):
+    """A model that never calls scores by keywords about as high as a real caller, 0 strictly on
+    every entry that needs a call."""
+    from kate.bfcl.answers import first_possible_answer
+    from kate.diagnose.vectrayx import side_by_side, side_by_side_markdown, talker_model
+    from kate.tasks.bfcl import BFCLTask, select_entries
+
+    entries = select_entries({"simple_python": 4, "irrelevance": 2}, "test")
+    by_question = {e.turns[0][-1]["content"]: e for e in entries}
+
+    def caller(messages, tools, n):
+        entry = by_question[messages[-1]["content"]]
+        if entry.category == "irrelevance":
+            return ["None of the functions offered fits this request."] * n
+        return [json.dumps(first_possible_answer(entry)[0].to_dict())] * n
+
+    task = BFCLTask(entries)
+    records = {name: run(task, model, tmp_path, name)
+               for name, model in (("caller", FakeChatModel([caller], repeat_last=True)), ("talker", talker_model()))}
+    table = side_by_side(records, {e.id: [t["function"]["name"] for t in e.tools] for e in entries})
+    assert table["caller"]["strict"] == 1.0 and table["caller"]["keyword"] == 1.0 and table["caller"]["calls"] == 4 / 6
+    assert table["talker"]["calls"] == 0.0 and table["talker"]["keyword"] == pytest.approx(4 / 6)
+    assert table["talker"]["strict"] == pytest.approx(2 / 6)  # only the irrelevance entries, by not calling
+    assert table["talker"]["per_category"]["simple_python"]["keyword_only"] == 4
+    assert table["talker"]["per_category"]["irrelevance"]["strict_only"] == 2  # it names a tool, so keywords fail it
+    assert len(table["talker"]["disagreements"]) == 6 and not table["caller"]["disagreements"]
+    assert "| talker | 6 | 33.3% | 66.7% | 0.0% |" in side_by_side_markdown(table)
