@@ -22,12 +22,14 @@ from kate.diagnose.first_token import (
 )
 from kate.diagnose.pcall import opening_ids, opening_probability, p_call
 
-WEATHER = {"type": "function", "function": {"name": "get_weather", "description": "Weather of a city.",
-           "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}  # fmt: skip
+CITY = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
+WEATHER = {"type": "function",
+           "function": {"name": "get_weather", "description": "Weather of a city.", "parameters": CITY}}
 PROBES = [
     ProbePrompt("paris", "call", ({"role": "user", "content": "What is the weather in Paris right now?"},), (WEATHER,)),
     ProbePrompt("rome", "call", ({"role": "user", "content": "Weather in Rome, please."},), (WEATHER,)),
-    ProbePrompt("spell", "near_miss", ({"role": "user", "content": "How do I spell `get_weather`?"},), (WEATHER,), False),
+    ProbePrompt("spell", "near_miss", ({"role": "user", "content": "How do I spell `get_weather`?"},), (WEATHER,),
+                False),
 ]  # fmt: skip
 
 
@@ -40,7 +42,8 @@ def test_probe_sets_round_trip_and_refuse_bad_rows(tmp_path):
 
 
 def test_summary_on_known_values():
-    rows = [{"expects_call": True, "p_opening": 1e-2, "p_call": 0.9}, {"expects_call": True, "p_opening": 1e-4, "p_call": 0.1},
+    rows = [{"expects_call": True, "p_opening": 1e-2, "p_call": 0.9},
+            {"expects_call": True, "p_opening": 1e-4, "p_call": 0.1},
             {"expects_call": False, "p_opening": 0.5, "p_call": 0.6}]  # fmt: skip
     summary = probe_summary(rows)
     assert summary["call_due"]["n"] == 2 and summary["call_due"]["geomean"] == pytest.approx(1e-3)

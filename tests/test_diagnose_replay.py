@@ -14,8 +14,9 @@ from kate.diagnose.replay import ReplayTask, bfcl_replay_rows, dataset_replay_ro
 from kate.eval.runner import open_run, run_task
 from kate.llm.fake import FakeChatModel
 
-WEATHER = {"type": "function", "function": {"name": "get_weather", "description": "Weather of a city.",
-           "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}  # fmt: skip
+CITY = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
+WEATHER = {"type": "function",
+           "function": {"name": "get_weather", "description": "Weather of a city.", "parameters": CITY}}
 
 
 def write_rows(path, rows):
@@ -26,7 +27,8 @@ def write_rows(path, rows):
 def dataset(tmp_path):
     ask = [{"role": "user", "content": "Weather in Paris?"}]
     return write_rows(tmp_path / "rows.jsonl", [
-        {"id": "a", "messages": ask, "tools": [WEATHER], "target": [{"name": "get_weather", "arguments": {"city": "Paris"}}]},
+        {"id": "a", "messages": ask, "tools": [WEATHER],
+         "target": [{"name": "get_weather", "arguments": {"city": "Paris"}}]},
         {"id": "b", "messages": ask, "tools": [WEATHER],
          "target": {"role": "assistant", "content": "", "tool_calls": [
              {"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}]}},

@@ -91,7 +91,8 @@ def probe_set_sha256(prompts: Sequence[ProbePrompt]) -> str:
 
 
 def first_token_probe(model: Any, prompts: Sequence[ProbePrompt], openings: Sequence[str] = DEFAULT_OPENINGS, *,
-                      batch_size: int = 4, prefill: str = "", progress: bool = False) -> list[dict[str, Any]]:  # fmt: skip
+                      batch_size: int = 4, prefill: str = "",
+                      progress: bool = False) -> list[dict[str, Any]]:  # fmt: skip
     """Per prompt of an ``hf`` client: ``p_opening``, ``p_call`` and the argmax first token."""
     if not prompts:
         raise ValueError("the probe set is empty")
@@ -119,7 +120,8 @@ def probe_summary(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         if not values:
             return None
         p = [float(v["p_opening"]) for v in values]
-        return {"n": len(p), "mean": sum(p) / len(p), "geomean": math.exp(sum(math.log(max(x, 1e-300)) for x in p) / len(p)),
+        geomean = math.exp(sum(math.log(max(x, 1e-300)) for x in p) / len(p))
+        return {"n": len(p), "mean": sum(p) / len(p), "geomean": geomean,
                 "median": statistics.median(p), "min": min(p),
                 "calls": sum(float(v["p_call"]) > 0.5 for v in values) / len(values)}  # fmt: skip
 
@@ -165,7 +167,8 @@ def _load_hf(path: Path, device: str, dtype: str) -> Any:
 def checkpoint_trajectory(folder: str | Path, probe_set: Sequence[ProbePrompt] | str | Path, *,
                           out_dir: str | Path | None = None, openings: Sequence[str] = DEFAULT_OPENINGS,
                           device: str = "auto", dtype: str = "float32", batch_size: int = 4,
-                          load: Callable[[Path], Any] | None = None, progress: bool = True) -> list[dict[str, Any]]:  # fmt: skip
+                          load: Callable[[Path], Any] | None = None,
+                          progress: bool = True) -> list[dict[str, Any]]:  # fmt: skip
     """The first-token probe on every checkpoint of ``folder`` (``checkpoint_folders``), one JSONL
     row per checkpoint in ``out_dir`` (default: ``folder``) and a PNG of P(opening) on a log scale.
 

@@ -60,8 +60,8 @@ TEMPLATES: tuple[Template, ...] = (
     Template("spell_which", "spelling", "Is it spelled `{tool}` or `{misspelled}`? I always mix them up."),
     Template("spell_length", "spelling", "How many characters long is the identifier `{tool}`?"),
     Template("past_thanks", "past", "Yesterday I ran `{tool}` myself and it worked fine. Just wanted to say thanks!"),
-    Template("past_heard", "past", "A colleague mentioned `{tool}` in a meeting today. Have you heard that name before?"),
-    Template("opinion_name", "opinion", "Do you think `{tool}` is a clear name for a function? Just your opinion, briefly."),
+    Template("past_heard", "past", "A colleague mentioned `{tool}` today. Have you heard that name before?"),
+    Template("opinion_name", "opinion", "Is `{tool}` a clear name for a function? Just your opinion, briefly."),
     Template("opinion_param", "opinion", "Is `{param}` a good name for a parameter of `{tool}`? Just your opinion."),
     Template("writing_docstring", "writing", "Write a one-line docstring for a function named `{tool}`."),
     Template("writing_rename", "writing", "Suggest a more descriptive name for the `{param}` parameter of `{tool}`."),
@@ -92,7 +92,8 @@ class NearMissItem:
 
     def to_dict(self) -> dict[str, Any]:
         return {"id": self.id, "category": self.category, "messages": list(self.messages), "tools": list(self.tools),
-                "kind": self.kind, "template": self.template, "mentions": list(self.mentions), "source": self.source}  # fmt: skip
+                "kind": self.kind, "template": self.template, "mentions": list(self.mentions),
+                "source": self.source}  # fmt: skip
 
 
 def parameters_of(tool: Mapping[str, Any]) -> list[str]:

@@ -159,8 +159,8 @@ class ReplayTask:
 
     def describe(self) -> dict[str, Any]:
         rows = json.dumps([r.to_dict() for r in self.rows], sort_keys=True, ensure_ascii=False, default=str)
-        return {"diagnostic": "replay", "bfcl_eval": BFCL_VERSION, "rows_sha256": hashlib.sha256(rows.encode()).hexdigest(),
-                **dict(self.origin)}  # fmt: skip
+        digest = hashlib.sha256(rows.encode("utf-8")).hexdigest()
+        return {"diagnostic": "replay", "bfcl_eval": BFCL_VERSION, "rows_sha256": digest, **dict(self.origin)}
 
     def data(self) -> dict[str, Any]:
         return {c: data_sha256((c,)) for c in sorted({r.entry.category for r in self.rows if r.entry is not None})}
@@ -197,8 +197,8 @@ class ReplayTask:
             error = None if valid else f"expected {[canonical_json(c.to_dict()) for c in row.target_calls]}"
         else:
             valid = format_valid
-            error_type, error = (None, None) if valid else ("replay:call_made" if fmt == "call" else "kate:malformed_call",
-                                                           trace.get("parse_error"))  # fmt: skip
+            kind = "replay:call_made" if fmt == "call" else "kate:malformed_call"
+            error_type, error = (None, None) if valid else (kind, trace.get("parse_error"))
         return {"valid": bool(valid and format_valid), "format": fmt, "format_valid": format_valid,
                 "keyword": keyword.credited, "error_type": error_type, "error": error}  # fmt: skip
 
