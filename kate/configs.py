@@ -12,7 +12,7 @@ from typing import Any, Dict, List, Optional
 
 from hydra.core.config_store import ConfigStore
 
-from kate.eval.config import ArmConfig, EvalConfig, MainConfig, ReportConfig, help_field
+from kate.eval.config import ArmConfig, EvalConfig, MainConfig, ReportConfig, Split, help_field
 
 
 class AppWorldAction(Enum):
@@ -154,9 +154,139 @@ class ServeConfig:
     graceful_shutdown: float = help_field("seconds in-flight requests get to finish on SIGTERM/SIGINT", 30.0)
 
 
+class DiagnosticName(Enum):
+    necessity = "necessity"
+    breakdown = "breakdown"
+    probes = "probes"
+    pcall = "pcall"
+    plan = "plan"
+    gate = "gate"
+    all = "all"
+
+
+class DiagnosticSet(Enum):
+    arithmetic = "arithmetic"
+    bfcl = "bfcl"
+    user = "user"
+
+
+class ActMode(Enum):
+    turn = "turn"
+    step = "step"
+
+
+class PaddingSide(Enum):
+    left = "left"
+    right = "right"
+
+
+class GateMode(Enum):
+    soft = "soft"
+    hard = "hard"
+
+
+@dataclass
+class ArithmeticSetConfig:
+    n: int = help_field("items generated (the families' shares of the authors' 4,000)", 1000)
+    seed: int = help_field("generation seed", 0)
+    families: Optional[List[str]] = help_field("families to draw from; null: all 13", None)
+
+
+@dataclass
+class BfclSetConfig:
+    categories: List[str] = help_field("relevance / irrelevance categories (the need for a call is in the data)",
+                                       factory=lambda: ["irrelevance", "live_irrelevance", "live_relevance"])
+    split: Split = help_field("test (KATE's odd half) | train | all", Split.test)
+    limit: Optional[int] = help_field("entries per category; null: all of the split", None)
+
+
+@dataclass
+class UserSetConfig:
+    path: Optional[str] = help_field("the JSONL file (kate/diagnose/user_set.py says its format)", None)
+
+
+@dataclass
+class NecessityFields:
+    samples: int = help_field("N: answers sampled per item without tools", 10)
+    temperature: float = help_field("temperature of those answers", 0.7)
+    max_tokens: int = help_field("token limit of each answer", 512)
+    r: Optional[int] = help_field("unnecessary when right >= r of N; null: r = N (the paper)", None)
+    report_r: List[int] = help_field("thresholds reported side by side (the authors' labels imply 9)",
+                                     factory=lambda: [10, 9])
+    cache_dir: Optional[str] = help_field("correct counts cached per model hash and set hash; null: no cache",
+                                          "runs/diagnose/necessity_cache")
+
+
+@dataclass
+class ProbesFields:
+    k: int = help_field("last K prompt tokens read at every layer", 20)
+    layers: Optional[List[int]] = help_field("hidden-state indices (0 = embeddings); null: every layer", None)
+    batch_size: int = help_field("prompts per forward pass", 8)
+    padding_side: PaddingSide = help_field("left | right (both give the same states)", PaddingSide.left)
+    epochs: int = help_field("the paper's probe: full-batch epochs", 100)
+    lr: float = help_field("the paper's probe: Adam learning rate", 0.01)
+    weight_decay: float = help_field("the paper's probe: Adam weight decay", 0.01)
+    pos_weight: bool = help_field("the paper's probe: weight positives by n_neg / n_pos", False)
+    train_fraction: float = help_field("share of items in the seeded training split (both probes)", 0.7)
+    seed: int = help_field("seed of the split and of the probes", 42)
+    threads: int = help_field("torch threads while a probe trains", 1)
+    when2tool_C: float = help_field("When2Tool's probe: inverse regularisation", 1e-4)
+    when2tool_max_iter: int = help_field("When2Tool's probe: lbfgs iterations", 2000)
+
+
+@dataclass
+class PcallFields:
+    openings: Optional[List[str]] = help_field("call openings (e.g. ['<tool_call>']); null: detected from greedy calls", None)
+    min_calls: int = help_field("detected openings: first tokens of at least this many greedy calls", 1)
+
+
+@dataclass
+class PlanFields:
+    max_tokens: int = help_field("token limit of the plan reply", 256)
+
+
+@dataclass
+class GateFields:
+    mode: GateMode = help_field("soft (prefill tool / no-tool text) | hard (prefill the call opening)", GateMode.soft)
+    temperature: float = help_field("belief = sigmoid(probe logit / T) (When2Tool: T = 2)", 2.0)
+    taus: List[float] = help_field("thresholds swept", factory=lambda: [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9])
+    tau_high: Optional[float] = help_field("steer to a tool only at or above this; null: tau", None)
+    held_out_only: bool = help_field("sweep only the items the probe did not train on", True)
+    beliefs: Optional[str] = help_field("a JSON file {item id: belief} instead of the probes step's", None)
+    no_tool_text: str = help_field("prefilled below tau", "I can answer this directly, without calling a tool. ")
+    tool_text: str = help_field("prefilled above tau (soft mode)", "I need to call a tool for this.\n")
+    call_opening: str = help_field("prefilled above tau (hard mode)", '<tool_call>\n{"name": "')
+
+
+@dataclass
+class DiagnoseConfig:
+    llm: Any = help_field("the model client that acts (conf/llm/); the gate needs one that takes prefill (llamacpp)")
+    hf: Any = help_field("the hf client hidden states and logits come from (conf/llm/hf.yaml's keys); null: none", None)
+    name: DiagnosticName = help_field("necessity | breakdown | probes | pcall | plan | gate | all (+ report)",
+                                      DiagnosticName.all)
+    set: DiagnosticSet = help_field("arithmetic | bfcl | user", DiagnosticSet.arithmetic)
+    arithmetic: ArithmeticSetConfig = help_field("the generated arithmetic set", factory=ArithmeticSetConfig)
+    bfcl: BfclSetConfig = help_field("BFCL's relevance / irrelevance entries", factory=BfclSetConfig)
+    user: UserSetConfig = help_field("a user's own JSONL set", factory=UserSetConfig)
+    act: ActMode = help_field("turn (calls run, the final answer checked) | step (the first decision only)", ActMode.turn)
+    max_tokens: int = help_field("token limit of each greedy step", 256)
+    max_steps: int = help_field("model steps per turn (act=turn)", 5)
+    necessity: NecessityFields = help_field("model-adaptive necessity", factory=NecessityFields)
+    probes: ProbesFields = help_field("hidden-state probes (the paper's and When2Tool's)", factory=ProbesFields)
+    pcall: PcallFields = help_field("P(call) at the decision point", factory=PcallFields)
+    plan: PlanFields = help_field("plan vs execute", factory=PlanFields)
+    gate: GateFields = help_field("the probe-triggered gate and its tau sweep", factory=GateFields)
+    seed: int = help_field("sampling seed", 0)
+    workers: int = help_field("items in parallel (a local engine decodes them together)", 1)
+    progress: bool = help_field("progress bars", True)
+    out_dir: Optional[str] = help_field("<out_dir>/<diagnostic>/ result folders, report.md and its PNGs; "
+                                        "null: runs/diagnose/<set>", None)
+
+
 SCHEMAS: dict[str, type] = {
     "eval": EvalConfig, "main": MainConfig, "report": ReportConfig, "appworld": AppWorldConfig,
     "demo": DemoConfig, "models": ModelsConfig, "kb": KbConfig, "serve": ServeConfig,
+    "diagnose": DiagnoseConfig,
 }  # fmt: skip
 NESTED = (ArmConfig,)
 

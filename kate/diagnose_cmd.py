@@ -1,0 +1,280 @@
+"""`kate diagnose`: the knowing-doing diagnostics (issue 13) on one verifiable set, one result folder
+each under ``out_dir``, resumable (a rerun of the same command redoes only what is missing)::
+
+    kate diagnose name=necessity set=arithmetic arithmetic.n=1000   # N samples per item, no tools
+    kate diagnose name=breakdown set=bfcl                           # the four-way table
+    kate diagnose name=probes        # hidden-state probes (the paper's grid, When2Tool's), P(call) too
+    kate diagnose name=pcall         # P(call) at the decision point (the same forward pass)
+    kate diagnose name=plan          # plan vs execute
+    kate diagnose name=gate gate.mode=hard   # the probe-triggered gate's tau sweep
+    kate diagnose name=all           # every one of them, then report.md and its PNGs
+
+Each diagnostic runs what it needs first (the breakdown needs necessity labels, the probes need the
+breakdown's calls, the gate needs the probes' beliefs); done work is read back, not redone.
+Necessity, breakdown, plan and gate are tasks run by kate's one runner (``necessity/``,
+``breakdown/``, ``plan/``, ``gate_<mode>/``: ``meta.json`` + ``records.jsonl``, and a
+``summary.json``); probes and P(call) are one batched hidden-state pass of the ``hf`` client
+(``probes/``: ``results.json``, ``items.jsonl``, ``probe.npz`` for the gate; ``pcall/results.json``).
+Without an hf client (``hf=null`` and a non-hf ``llm``) those and the gate are skipped, saying so.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hydra.utils import instantiate
+from omegaconf import DictConfig
+
+from kate.agent.policy import Policy
+from kate.agent.settings import LoopSettings
+from kate.diagnose import internals
+from kate.diagnose.arithmetic import arithmetic_items
+from kate.diagnose.bfcl_decision import BFCLDecisionTask, decision_entries
+from kate.diagnose.breakdown import PAPER_ARITHMETIC_MISMATCH, four_way, four_way_by
+from kate.diagnose.gate import GateSweepTask, sweep_markdown, tau_sweep
+from kate.diagnose.necessity import (NecessityCache, NecessityConfig, NecessityTask, config_dict,
+                                     counts_from_records, label_summary, labels_for, weights_sha256)  # fmt: skip
+from kate.diagnose.plan_execute import PlanExecuteTask, plan_execute_summary
+from kate.diagnose.report import write_report
+from kate.diagnose.tasks import VerifiableTask
+from kate.diagnose.user_set import load_user_set
+from kate.eval.config import check_target, plain
+from kate.eval.runner import open_run, run_task
+from kate.io import atomic_write_json
+from kate.llm.base import supports
+from kate.llm.identity import model_identity
+from kate.sampling.policy import GreedySampler
+
+DIAGNOSTICS = ("necessity", "breakdown", "probes", "pcall", "plan", "gate")
+HF_TARGET = "kate.llm.hf.HFChatModel"
+
+
+def build_set(c: Mapping[str, Any]) -> Any:
+    """The acting task of the configured set (its items, prompts, necessity where the data knows it)."""
+    if c["set"] == "arithmetic":
+        a = c["arithmetic"]
+        families = tuple(a["families"]) if a["families"] else None
+        items = arithmetic_items(a["n"], a["seed"], **({"families": families} if families else {}))
+        return VerifiableTask(items, name="arithmetic", act=c["act"],
+                              origin={"set": "arithmetic", "n": a["n"], "seed": a["seed"], "families": families})  # fmt: skip
+    if c["set"] == "bfcl":
+        b = c["bfcl"]
+        return BFCLDecisionTask(decision_entries(b["categories"], b["split"], b["limit"]), b["split"])
+    path = c["user"]["path"]
+    if not path:
+        raise ValueError("set=user needs user.path (a JSONL file; kate/diagnose/user_set.py says its format)")
+    return VerifiableTask(load_user_set(path), name="user", act=c["act"], origin={"set": "user", "path": str(path)})
+
+
+@dataclass
+class Diagnosis:
+    """One `kate diagnose` job: the config, the set, the models (loaded when first needed)."""
+
+    c: dict[str, Any]
+    acting: Any = None
+    done: dict[str, Any] = field(default_factory=dict)
+    _model: Any = None
+    _hf: Any = None
+
+    def __post_init__(self) -> None:
+        self.out = Path(self.c["out_dir"] or f"runs/diagnose/{self.c['set']}")
+        self.acting = build_set(self.c) if self.acting is None else self.acting
+
+    @property
+    def model(self) -> Any:
+        if self._model is None:
+            self._model = instantiate(self.c["llm"])
+        return self._model
+
+    def hf(self) -> Any:
+        """The hf client internals come from: the acting model when it is one, else ``hf``; None: none."""
+        if self._hf is None:
+            if self.c["llm"].get("_target_") == HF_TARGET:
+                self._hf = self.model
+            elif self.c["hf"] and self.c["hf"].get("model"):
+                self._hf = instantiate(self.c["hf"])
+        return self._hf
+
+    def policy(self) -> Policy:
+        return Policy(self.model, GreedySampler(self.c["max_tokens"]), settings=LoopSettings(max_steps=self.c["max_steps"]))
+
+    def run(self, folder: str, task: Any, config: Mapping[str, Any]) -> list[dict[str, Any]]:
+        policy = self.policy()
+        store = open_run(self.out / folder, arm=folder, task=task, policy=policy, seed=self.c["seed"],
+                         config={"llm": self.c["llm"], **config}, workers=self.c["workers"])  # fmt: skip
+        return run_task(task, policy, store, seed=self.c["seed"], workers=self.c["workers"], desc=folder)
+
+    # ------------------------------------------------------------------ the diagnostics
+
+    def necessity(self) -> dict[str, bool]:
+        """``{item id: necessary}`` (the data's own where given, else measured at r)."""
+        if "necessity" in self.done:
+            return self.done["necessity"]
+        items = list(self.acting.items())
+        config = NecessityConfig(**{k: v for k, v in self.c["necessity"].items() if k != "cache_dir"})
+        measured = [i for i in items if self.acting.necessary(i) is None]
+        counts: dict[str, int] = {}
+        if measured:
+            counts = self._counts(measured, config)
+            summary = {"n": len(measured), "config": config_dict(config), "labels": label_summary(counts, config),
+                       "histogram": {k: sum(v == k for v in counts.values()) for k in range(config.samples + 1)},
+                       "model": model_identity(self.model)}  # fmt: skip
+            atomic_write_json(self.out / "necessity" / "summary.json", summary)
+        known = {i.id: bool(self.acting.necessary(i)) for i in items if self.acting.necessary(i) is not None}
+        labels = {**known, **labels_for(measured, counts, config.samples, config.r)} if measured else known
+        self.done["necessity"] = labels
+        self.done["counts"] = (counts, config)
+        return labels
+
+    def _counts(self, items: list[Any], config: NecessityConfig) -> dict[str, int]:
+        task = NecessityTask(items, config)
+        cache, key = self._cache(task)
+        if cache is not None:
+            cached = cache.load(*key)
+            if cached is not None and all(i.id in cached for i in items):
+                return {i.id: cached[i.id] for i in items}
+        counts = counts_from_records(self.run("necessity", task, {}))
+        if cache is not None:
+            cache.save(*key, counts)
+        return counts
+
+    def _cache(self, task: NecessityTask) -> tuple[NecessityCache | None, tuple]:
+        folder = self.c["necessity"]["cache_dir"]
+        try:
+            sha = weights_sha256(self.model) if folder else None
+        except ValueError:  # e.g. a scripted model: no weights to key the cache by
+            sha = None
+        if sha is None:
+            return None, ()
+        return NecessityCache(folder), (sha, task.describe()["items_sha256"], task.config.sampling(self.c["seed"]))
+
+    def breakdown(self) -> list[dict[str, Any]]:
+        if "breakdown" in self.done:
+            return self.done["breakdown"]
+        labels = self.necessity()
+        records = self.run("breakdown", self.acting, {"max_tokens": self.c["max_tokens"], "max_steps": self.c["max_steps"]})
+        called = {r["id"]: bool(r.get("called")) for r in records}
+        counts, config = self.done["counts"]
+        if counts:  # measured necessity: the table at every reported r (the configured one first)
+            items = list(self.acting.items())
+            tables = {f"r={r}": four_way(labels_for(items, counts, config.samples, r), called).to_dict()
+                      for r in config.reported}  # fmt: skip
+        else:
+            tables = {"data": four_way(labels, called).to_dict()}
+        group = {r["id"]: r["category"] for r in records}
+        by = {g: t.to_dict() for g, t in four_way_by(labels, called, group).items()}
+        accuracy = sum(bool(r.get("valid")) for r in records) / max(len(records), 1)
+        atomic_write_json(self.out / "breakdown" / "summary.json", {
+            "set": self.c["set"], "n": len(records), "four_way": tables, "by_category": by, "accuracy": accuracy,
+            "paper_arithmetic_mismatch": list(PAPER_ARITHMETIC_MISMATCH), "model": model_identity(self.model)})  # fmt: skip
+        self.done["breakdown"] = records
+        return records
+
+    def internals(self) -> dict[str, Any] | None:
+        """Probes and P(call) (one hidden-state pass); None when no hf client is configured."""
+        if "internals" in self.done:
+            return self.done["internals"]
+        labels, records = self.necessity(), self.breakdown()
+        model = self.hf()
+        if model is None:
+            print("kate diagnose: probes, P(call) and the gate need an hf client (hf=... or llm=hf); skipped")
+            self.done["internals"] = None
+            return None
+        self.done["internals"] = internals.run_internals(
+            model, self.acting, labels, records, self.out, probes=self.c["probes"], pcall=self.c["pcall"],
+            temperature=self.c["gate"]["temperature"], progress=self.c["progress"])  # fmt: skip
+        return self.done["internals"]
+
+    def plan(self) -> dict[str, Any]:
+        labels = self.necessity()
+        task = PlanExecuteTask(self.acting, max_tokens=self.c["plan"]["max_tokens"])
+        records = self.run("plan", task, {"max_tokens": self.c["max_tokens"], "max_steps": self.c["max_steps"]})
+        summary = plan_execute_summary(records, labels)
+        atomic_write_json(self.out / "plan" / "summary.json", summary)
+        return summary
+
+    def gate(self) -> list[dict[str, Any]] | None:
+        g = self.c["gate"]
+        if not supports(self.model, "prefill"):
+            raise ValueError(f"the gate prefills answers; llm {self.model.name!r} does not take prefill= (use llm=llamacpp)")
+        labels = self.necessity()
+        beliefs = self._beliefs()
+        if beliefs is None:
+            return None
+        texts = {"no_tool_text": g["no_tool_text"], "tool_text": g["tool_text"], "call_opening": g["call_opening"]}
+        task = GateSweepTask(self.acting, beliefs, mode=g["mode"], texts=texts)
+        folder = f"gate_{g['mode']}"
+        records = self.run(folder, task, {"max_tokens": self.c["max_tokens"], "max_steps": self.c["max_steps"]})
+        rows = tau_sweep(records, labels, g["taus"], g["tau_high"])
+        atomic_write_json(self.out / folder / "sweep.json", {"mode": g["mode"], "tau_high": g["tau_high"],
+                                                            "held_out_only": g["held_out_only"], "rows": rows})  # fmt: skip
+        print(sweep_markdown(rows))
+        return rows
+
+    def _beliefs(self) -> dict[str, float] | None:
+        g = self.c["gate"]
+        if g["beliefs"]:
+            path = Path(g["beliefs"])
+            try:
+                data = json.loads(path.read_text(encoding="utf-8"))
+                return {str(k): float(v) for k, v in data.items()}
+            except (OSError, ValueError, AttributeError, TypeError) as exc:
+                raise ValueError(f"gate.beliefs {path}: not a JSON object of item id -> belief ({exc})") from None
+        found = self.internals()
+        if found is None or found.get("beliefs") is None:
+            print("kate diagnose: no probe beliefs for the gate (the probes need an hf client); skipped")
+            return None
+        return {i: p for i, (p, split) in found["beliefs"].items() if split == "test" or not g["held_out_only"]}
+
+
+def check_config(c: Mapping[str, Any]) -> None:
+    """What can be checked before any model loads."""
+    check_target(c["llm"], "llm")
+    if c["hf"]:
+        check_target(c["hf"], "hf")
+    if c["set"] == "user" and not c["user"]["path"]:
+        raise ValueError("set=user needs user.path (a JSONL file)")
+    if c["set"] == "bfcl" and c["act"] != "step":
+        print("kate diagnose: BFCL entries are one step each (act is ignored)")
+    NecessityConfig(**{k: v for k, v in c["necessity"].items() if k != "cache_dir"})
+    if any(not 0 <= t <= 1 for t in c["gate"]["taus"]):
+        raise ValueError(f"gate.taus must lie in [0, 1], got {c['gate']['taus']}")
+
+
+def fingerprint(value: Any) -> str:
+    return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def run_diagnose(cfg: DictConfig, acting: Any = None) -> dict[str, Any]:
+    """The plain function `kate diagnose` calls (tests call it too); ``acting`` replaces the set."""
+    c = plain(cfg)
+    check_config(c)
+    job = Diagnosis(c, acting)
+    names = DIAGNOSTICS if c["name"] == "all" else (c["name"],)
+    out: dict[str, Any] = {}
+    for name in names:
+        if name == "necessity":
+            labels = job.necessity()
+            out[name] = {"n": len(labels), "necessary": sum(labels.values())}
+        elif name == "breakdown":
+            out[name] = json.loads((job.out / "breakdown" / "summary.json").read_text()) if job.breakdown() else None
+        elif name in ("probes", "pcall"):
+            found = job.internals()
+            out[name] = None if found is None else found[name]
+        elif name == "plan":
+            out[name] = job.plan()
+        elif name == "gate":
+            if supports(job.model, "prefill") or c["name"] == "gate":
+                out[name] = job.gate()
+            else:
+                print(f"kate diagnose: the gate needs a client that takes prefill= (llm=llamacpp); skipped")
+                out[name] = None
+    if c["name"] == "all":
+        out["report"] = str(write_report(job.out))
+        print(f"kate diagnose: {out['report']}")
+    return out

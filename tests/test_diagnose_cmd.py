@@ -1,0 +1,102 @@
+"""`kate diagnose`: the config composes (a typo fails at start), and every diagnostic runs end to
+end on a scripted model for a tiny arithmetic set through the plain function, resumably, the
+report written at the end."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from hydra import compose, initialize_config_dir
+from hydra.errors import ConfigCompositionException
+from omegaconf.errors import ConfigKeyError, ValidationError
+
+from kate.cli import CONF_DIR, SUBCOMMANDS
+from kate.diagnose.arithmetic import arithmetic_items
+from kate.diagnose.calculator import calculator
+from kate.diagnose_cmd import run_diagnose
+from kate.llm.base import completion_from_text
+
+REQUESTS: list[dict] = []
+
+
+class ScriptedArithmetic:
+    """Knows the arithmetic set's questions: without tools right k = len(expr) % 3 of n times; with
+    tools it calls the calculator when len(expr) is odd (or when steered to), answers from a tool
+    result; states a plan when asked. Takes ``prefill=`` as llama.cpp does."""
+
+    name = "scripted-arithmetic"
+    options = ("prefill",)
+
+    def chat(self, messages, tools=None, *, n=1, temperature=0.0, max_tokens=256, seed=None, stop=None,
+             logprobs=False, prefill=None):  # fmt: skip
+        REQUESTS.append({"tools": bool(tools), "n": n, "prefill": prefill})
+        last = messages[-1]
+        if last["role"] == "tool":
+            return [completion_from_text(f"\\boxed{{{last['content']}}}")] * n
+        expr = re.search(r"What is (.+?)\?", last["content"]).group(1)
+        answer = calculator(expr)
+        if "Do not solve the task yet" in last["content"]:
+            plan = ('{"call": true, "tool": "calculator", "arguments": {}}' if len(expr) % 2 else
+                    '{"call": false, "tool": null, "arguments": {}}' if len(expr) % 4 else "no plan")
+            return [completion_from_text(plan)] * n
+        if tools is None:
+            k = len(expr) % 3
+            return [completion_from_text(f"\\boxed{{{answer if j < k else 'x'}}}") for j in range(n)]
+        call = json.dumps({"name": "calculator", "arguments": {"expression": expr}})
+        steer_tool, steer_none = prefill and "tool for this" in prefill, prefill and "directly" in prefill
+        text = f"<tool_call>\n{call}\n</tool_call>" if (len(expr) % 2 or steer_tool) and not steer_none else f"\\boxed{{{answer}}}"
+        return [completion_from_text((prefill or "") + text)] * n
+
+
+def _compose(overrides):
+    with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
+        return compose("diagnose", overrides=overrides)
+
+
+def test_diagnose_is_a_kate_subcommand_and_typos_fail_at_start():
+    assert SUBCOMMANDS["diagnose"][:2] == ("diagnose", "kate.diagnose_cmd:run_diagnose")
+    cfg = _compose([])
+    assert cfg.name.name == "all" and cfg.set.name == "arithmetic" and cfg.necessity.samples == 10
+    assert cfg.out_dir is None and cfg.hf.model == cfg.llm.model
+    for typo in ("name=probe", "set=arith", "gate.mode=medium", "act=turns"):
+        with pytest.raises((ConfigCompositionException, ValidationError)):
+            _compose([typo])
+    with pytest.raises((ConfigCompositionException, ConfigKeyError)):
+        _compose(["necessity.sample=3"])
+    with pytest.raises(ValueError, match="user.path"):
+        run_diagnose(_compose(["set=user", "llm=fake", "hf=null"]))
+
+
+def test_every_diagnostic_end_to_end_on_a_scripted_model(tmp_path):
+    items = arithmetic_items(6, seed=0)
+    beliefs = tmp_path / "beliefs.json"
+    beliefs.write_text(json.dumps({item.id: b for item, b in zip(items, (0.1, 0.9, 0.4, 0.6, 0.2, 0.8))}))
+    overrides = ["llm=fake", "llm._target_=tests.test_diagnose_cmd.ScriptedArithmetic", "~llm.script",
+                 "~llm.repeat_last", "hf=null", "arithmetic.n=6",
+                 "necessity.samples=2", "necessity.report_r=[2,1]", "necessity.cache_dir=null", "progress=false",
+                 f"gate.beliefs={beliefs}", "gate.taus=[0.0,0.5,1.0]", f"out_dir={tmp_path / 'out'}"]  # fmt: skip
+    REQUESTS.clear()
+    out = run_diagnose(_compose(overrides))
+    counts = {item.id: len(item.meta["expression"]) % 3 for item in items}
+    assert out["necessity"] == {"n": 6, "necessary": sum(k < 2 for k in counts.values())}
+    table = out["breakdown"]["four_way"]["r=2"]
+    called = {item.id: len(item.meta["expression"]) % 2 == 1 for item in items}
+    assert table["n"] == 6 and table["N-C"] + table["UN-C"] == sum(called.values())
+    assert set(out["breakdown"]["four_way"]) == {"r=2", "r=1"}
+    assert out["probes"] is None and out["pcall"] is None  # no hf client
+    assert out["plan"]["n"] == 6 and out["plan"]["execution_accuracy"] == 1 - table["mismatch"]
+    rows = {r["tau"]: r for r in out["gate"]}
+    assert rows[0.0]["calls"] == 6 and rows[1.0]["calls"] == 0 and rows[0.5]["calls"] == 3
+    assert rows[0.5]["calls_base"] == sum(called.values()) and rows[1.0]["accuracy"] == 1.0
+    report = (tmp_path / "out" / "report.md").read_text()
+    assert "## Four-way breakdown" in report and "## Gate: soft mode" in report and "| r=1 |" in report
+    assert (tmp_path / "out" / "gate_soft.png").exists() and (tmp_path / "out" / "mismatch.png").exists()
+    for folder in ("necessity", "breakdown", "plan", "gate_soft"):
+        assert (tmp_path / "out" / folder / "meta.json").exists(), folder
+    done = len(REQUESTS)
+    again = run_diagnose(_compose(overrides))  # resumable: nothing runs again
+    assert len(REQUESTS) == done and again["gate"] == out["gate"]
+    only = run_diagnose(_compose([*overrides[:-1], f"out_dir={tmp_path / 'one'}", "name=necessity"]))
+    assert only == {"necessity": out["necessity"]} and not (tmp_path / "one" / "breakdown").exists()
