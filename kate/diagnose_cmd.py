@@ -96,12 +96,14 @@ class Diagnosis:
         if self._hf is None:
             if self.c["llm"].get("_target_") == HF_TARGET:
                 self._hf = self.model
-            elif self.c["hf"] and self.c["hf"].get("model"):
+            elif self.c["hf"] and self.c["hf"].get("model", True) is not None:  # hf.model null: no hf client
                 self._hf = instantiate(self.c["hf"])
         return self._hf
 
     def policy(self) -> Policy:
-        return Policy(self.model, GreedySampler(self.c["max_tokens"]), settings=LoopSettings(max_steps=self.c["max_steps"]))
+        return Policy(
+            self.model, GreedySampler(self.c["max_tokens"]), settings=LoopSettings(max_steps=self.c["max_steps"])
+        )
 
     def run(self, folder: str, task: Any, config: Mapping[str, Any]) -> list[dict[str, Any]]:
         policy = self.policy()
@@ -157,7 +159,9 @@ class Diagnosis:
         if "breakdown" in self.done:
             return self.done["breakdown"]
         labels = self.necessity()
-        records = self.run("breakdown", self.acting, {"max_tokens": self.c["max_tokens"], "max_steps": self.c["max_steps"]})
+        records = self.run(
+            "breakdown", self.acting, {"max_tokens": self.c["max_tokens"], "max_steps": self.c["max_steps"]}
+        )
         called = {r["id"]: bool(r.get("called")) for r in records}
         counts, config = self.done["counts"]
         if counts:  # measured necessity: the table at every reported r (the configured one first)
@@ -201,7 +205,9 @@ class Diagnosis:
     def gate(self) -> list[dict[str, Any]] | None:
         g = self.c["gate"]
         if not supports(self.model, "prefill"):
-            raise ValueError(f"the gate prefills answers; llm {self.model.name!r} does not take prefill= (use llm=llamacpp)")
+            raise ValueError(
+                f"the gate prefills answers; llm {self.model.name!r} does not take prefill= (use llm=llamacpp)"
+            )
         labels = self.necessity()
         beliefs = self._beliefs()
         if beliefs is None:

@@ -35,18 +35,29 @@ class ScriptedArithmetic:
         last = messages[-1]
         if last["role"] == "tool":
             return [completion_from_text(f"\\boxed{{{last['content']}}}")] * n
-        expr = re.search(r"What is (.+?)\?", last["content"]).group(1)
+        question = next(m["content"] for m in messages if m["role"] == "user")
+        expr = re.search(r"What is (.+?)\?", question).group(1)
         answer = calculator(expr)
         if "Do not solve the task yet" in last["content"]:
-            plan = ('{"call": true, "tool": "calculator", "arguments": {}}' if len(expr) % 2 else
-                    '{"call": false, "tool": null, "arguments": {}}' if len(expr) % 4 else "no plan")
+            plan = (
+                '{"call": true, "tool": "calculator", "arguments": {}}'
+                if len(expr) % 2
+                else '{"call": false, "tool": null, "arguments": {}}' if len(expr) % 4 else "no plan"
+            )
             return [completion_from_text(plan)] * n
+        if prefill and prefill.endswith('{"name": "'):  # hard mode: the call's opening is given
+            return [completion_from_text(prefill + 'calculator", "arguments": ' + json.dumps({"expression": expr})
+                                         + "}\n</tool_call>")] * n  # fmt: skip
         if tools is None:
             k = len(expr) % 3
             return [completion_from_text(f"\\boxed{{{answer if j < k else 'x'}}}") for j in range(n)]
         call = json.dumps({"name": "calculator", "arguments": {"expression": expr}})
         steer_tool, steer_none = prefill and "tool for this" in prefill, prefill and "directly" in prefill
-        text = f"<tool_call>\n{call}\n</tool_call>" if (len(expr) % 2 or steer_tool) and not steer_none else f"\\boxed{{{answer}}}"
+        text = (
+            f"<tool_call>\n{call}\n</tool_call>"
+            if (len(expr) % 2 or steer_tool) and not steer_none
+            else f"\\boxed{{{answer}}}"
+        )
         return [completion_from_text((prefill or "") + text)] * n
 
 
@@ -100,3 +111,63 @@ def test_every_diagnostic_end_to_end_on_a_scripted_model(tmp_path):
     assert len(REQUESTS) == done and again["gate"] == out["gate"]
     only = run_diagnose(_compose([*overrides[:-1], f"out_dir={tmp_path / 'one'}", "name=necessity"]))
     assert only == {"necessity": out["necessity"]} and not (tmp_path / "one" / "breakdown").exists()
+
+
+class CharTokenizer:
+    """One token per character (ids 1..127; 0 pads)."""
+
+    pad_token_id = 0
+
+    def __call__(self, text, add_special_tokens=False):
+        from types import SimpleNamespace
+
+        return SimpleNamespace(input_ids=[1 + ord(ch) % 127 for ch in text])
+
+    def decode(self, ids):
+        return "".join(chr(i - 1) for i in ids)
+
+
+class TinyHF:
+    """A randomly initialised two-layer Llama with a character tokenizer: what the hidden-state
+    pass reads (``model``, ``tokenizer``, ``render``, ``device``), no download."""
+
+    name = "tiny-hf"
+
+    def __init__(self, model=None, device="cpu", dtype="float32"):
+        import torch
+        from transformers import LlamaConfig, LlamaForCausalLM
+
+        torch.manual_seed(0)
+        config = LlamaConfig(vocab_size=128, hidden_size=16, intermediate_size=32, num_hidden_layers=2,
+                             num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=2048)  # fmt: skip
+        self.model, self.tokenizer, self.device = LlamaForCausalLM(config).eval(), CharTokenizer(), "cpu"
+
+    def render(self, messages, tools=None):
+        return "".join(f"{m['role']}: {m['content']}\n" for m in messages) + f"tools: {len(tools or ())}\nassistant:"
+
+
+def test_probes_pcall_and_the_gate_from_the_hidden_state_pass(tmp_path):
+    overrides = ["llm=fake", "llm._target_=tests.test_diagnose_cmd.ScriptedArithmetic", "~llm.script",
+                 "~llm.repeat_last", "hf._target_=tests.test_diagnose_cmd.TinyHF", "hf.model=tiny",
+                 "arithmetic.n=20", "necessity.samples=2", "necessity.report_r=[2]",
+                 "necessity.cache_dir=null", "progress=false", "probes.k=3", "probes.epochs=5",
+                 "gate.taus=[0.5]", "gate.mode=hard", f"out_dir={tmp_path}"]  # fmt: skip
+    with pytest.raises(ValueError):  # the hf node's keys are checked against the target at start
+        run_diagnose(_compose([*overrides, "+hf.devices=cpu"]))
+    out = run_diagnose(_compose(overrides))
+    probes = out["probes"]
+    assert probes["n"] == 20 and probes["layers"] == [0, 1, 2] and probes["positions"] == [-3, -2, -1]
+    assert len(probes["necessity"]["mcc"]) == 3 and probes["necessity"]["n_test"] == 6
+    assert len(probes["cosine"]) == 3 and all(-1 <= c <= 1 for row in probes["cosine"] for c in row)
+    assert probes["when2tool"]["necessity"]["n_test"] == 6
+    opening = out["pcall"]["opening"]["detected"]
+    assert opening["token"] == "<" and opening["calls"] == opening["calls_starting"]  # the calls open with <tool_call>
+    assert out["pcall"]["agreement"]["n"] == 20
+    rows = [json.loads(line) for line in (tmp_path / "probes" / "items.jsonl").read_text().splitlines()]
+    assert sum(r["split"] == "test" for r in rows) == 6 and all(
+        0 <= r["belief"] <= 1 and 0 <= r["p_call"] <= 1 for r in rows
+    )
+    assert out["gate"][0]["n"] == 6  # held-out items only
+    assert (tmp_path / "probes" / "probe.npz").exists()
+    for png in ("mcc.png", "cosine.png", "alluvial.png", "belief_vs_pcall.png", "gate_hard.png"):
+        assert (tmp_path / png).exists(), png

@@ -87,10 +87,12 @@ def test_the_tau_sweep_on_known_inputs():
             "base": dict(zip(("called", "valid"), base)), "no_tool": dict(zip(("called", "valid"), no_tool)),
             "tool": dict(zip(("called", "valid"), tool))}}  # fmt: skip
 
-    records = [rec(0, 0.1, (True, True), (False, True), (True, True)),  # unnecessary, overused: gate fixes it
-               rec(1, 0.9, (True, True), (False, False), (True, True)),  # necessary, called
-               rec(2, 0.8, (False, False), (False, False), (True, True)),  # necessary, underused: gate fixes it
-               rec(3, 0.3, (False, True), (False, True), (True, True))]  # unnecessary, not called
+    records = [
+        rec(0, 0.1, (True, True), (False, True), (True, True)),  # unnecessary, overused: gate fixes it
+        rec(1, 0.9, (True, True), (False, False), (True, True)),  # necessary, called
+        rec(2, 0.8, (False, False), (False, False), (True, True)),  # necessary, underused: gate fixes it
+        rec(3, 0.3, (False, True), (False, True), (True, True)),
+    ]  # unnecessary, not called
     necessary = {"i0": False, "i1": True, "i2": True, "i3": False}
     rows = tau_sweep(records, necessary, [0.0, 0.5, 1.0])
     assert [r["calls"] for r in rows] == [4, 2, 0] and {r["calls_base"] for r in rows} == {2}

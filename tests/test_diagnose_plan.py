@@ -50,10 +50,12 @@ def test_plan_prompt_describes_tools_in_text():
 
 
 ITEMS = arithmetic_items(4, seed=3)
-PLANS = ['{"call": true, "tool": "calculator", "arguments": {"expression": "1"}}',  # plans a call, calls
-         '{"call": true, "tool": "calculator", "arguments": {}}',  # plans a call, answers
-         'I think I will just answer.',  # malformed plan, answers
-         '{"call": false, "tool": null, "arguments": {}}']  # plans no call, calls
+PLANS = [
+    '{"call": true, "tool": "calculator", "arguments": {"expression": "1"}}',  # plans a call, calls
+    '{"call": true, "tool": "calculator", "arguments": {}}',  # plans a call, answers
+    "I think I will just answer.",  # malformed plan, answers
+    '{"call": false, "tool": null, "arguments": {}}',
+]  # plans no call, calls
 CALLS = [True, False, False, True]
 
 

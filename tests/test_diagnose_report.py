@@ -39,8 +39,19 @@ def _folders(root):
     atomic_write_json(root / "plan" / "summary.json", {
         "n": 8, "plans_parsed": 6, "plan_parse_rate": 0.75, "plan_accuracy": 0.5, "execution_accuracy": 0.375,
         "gap": 0.125, "followed": 3, "follow_rate": 0.5, "said_call_did_not": 2, "said_no_call_called": 1})  # fmt: skip
-    row = {"tau": 0.5, "n": 6, "steered_no_tool": 3, "steered_tool": 3, "calls": 3, "calls_base": 2,
-           "call_reduction": -0.5, "mismatch": 0.5, "mismatch_base": 0.5, "accuracy": 0.5, "accuracy_base": 0.5}
+    row = {
+        "tau": 0.5,
+        "n": 6,
+        "steered_no_tool": 3,
+        "steered_tool": 3,
+        "calls": 3,
+        "calls_base": 2,
+        "call_reduction": -0.5,
+        "mismatch": 0.5,
+        "mismatch_base": 0.5,
+        "accuracy": 0.5,
+        "accuracy_base": 0.5,
+    }
     atomic_write_json(root / "gate_soft" / "sweep.json", {"mode": "soft", "tau_high": None, "held_out_only": True,
                                                           "rows": [{**row, "tau": 0.3}, row]})  # fmt: skip
 
@@ -69,6 +80,14 @@ def test_a_report_of_an_empty_folder_says_what_is_missing(tmp_path):
 
 
 def test_the_alluvial_counts_the_four_flows(tmp_path):
-    rows = [{"necessary": n, "belief": b, "called": c} for n, b, c in
-            [(True, 0.9, True), (True, 0.9, False), (False, 0.1, True), (False, 0.2, False), (False, 0.8, False)]]
+    rows = [
+        {"necessary": n, "belief": b, "called": c}
+        for n, b, c in [
+            (True, 0.9, True),
+            (True, 0.9, False),
+            (False, 0.1, True),
+            (False, 0.2, False),
+            (False, 0.8, False),
+        ]
+    ]
     assert plot_alluvial(rows, tmp_path / "a.png", "flows") == "a.png" and (tmp_path / "a.png").stat().st_size > 1000

@@ -190,7 +190,8 @@ def sweep_markdown(rows: Sequence[Mapping[str, Any]]) -> str:
     def pct(value: float | None) -> str:
         return "-" if value is None else f"{100 * value:.1f}%"
 
-    lines = ["| tau | n | steered no tool / tool | calls (ungated) | call change | mismatch (ungated) | accuracy (ungated) |",
+    lines = ["| tau | n | steered no tool / tool | calls (ungated) | call change | mismatch (ungated) "
+             "| accuracy (ungated) |",
              "|---|---|---|---|---|---|---|"]  # fmt: skip
     for r in rows:
         change = "-" if not r["calls_base"] else f"{100 * (r['calls'] / r['calls_base'] - 1):+.1f}%"

@@ -45,7 +45,9 @@ def _openings(model: Any, records: Sequence[Mapping[str, Any]], given: Sequence[
         return ids, {"given": list(given), "ids": ids}
     steps = [r.get("first_step") or {} for r in records]
     try:
-        found = detect_opening(model.tokenizer, [s.get("text") or "" for s in steps], [bool(s.get("calls")) for s in steps])
+        found = detect_opening(
+            model.tokenizer, [s.get("text") or "" for s in steps], [bool(s.get("calls")) for s in steps]
+        )
     except ValueError as error:
         return None, {"error": str(error)}
     return found.ids(min_calls), {"detected": found.to_dict(), "ids": found.ids(min_calls)}

@@ -166,7 +166,8 @@ def plan_execute_summary(records: Sequence[Mapping[str, Any]], necessary: Mappin
         "plan_accuracy": plan_acc, "execution_accuracy": exec_acc,
         "gap": None if plan_acc is None or exec_acc is None else plan_acc - exec_acc,
         "followed": followed, "follow_rate": _rate(followed, len(parsed)),
-        "plan_says_call": sum(bool(r["plan_call"]) for r in parsed), "called": sum(bool(r.get("called")) for r in records),
+        "plan_says_call": sum(bool(r["plan_call"]) for r in parsed),
+        "called": sum(bool(r.get("called")) for r in records),
         "said_call_did_not": sum(r["plan_call"] and not r.get("called") for r in parsed),
         "said_no_call_called": sum(not r["plan_call"] and bool(r.get("called")) for r in parsed),
     }  # fmt: skip

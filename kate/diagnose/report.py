@@ -59,7 +59,9 @@ def plot_heatmaps(grids: Mapping[str, Any], layers: Sequence[int], positions: Se
     plt = _pyplot()
     fig, axes = plt.subplots(1, len(grids), figsize=(5.5 * len(grids), 0.22 * len(layers) + 2.5), squeeze=False)
     for ax, (name, grid) in zip(axes[0], grids.items()):
-        image = ax.imshow(np.asarray(grid, dtype=float), aspect="auto", origin="lower", cmap="RdBu_r", vmin=vmin, vmax=vmax)
+        image = ax.imshow(
+            np.asarray(grid, dtype=float), aspect="auto", origin="lower", cmap="RdBu_r", vmin=vmin, vmax=vmax
+        )
         ax.set_title(name, fontsize=9)
         ax.set_xlabel("position (from the prompt's end)")
         ax.set_ylabel("hidden-state layer (0 = embeddings)")
@@ -84,7 +86,9 @@ def plot_mismatch(tables: Mapping[str, Mapping[str, Any]], path: Path) -> str:
     low, high = (100 * v for v in PAPER_ARITHMETIC_MISMATCH)
     ax.axvspan(low, high, color="grey", alpha=0.2, label="paper, arithmetic, 4 models 3-8B")
     for y, k in enumerate(names):
-        ax.text(under[y] + over[y] + 0.5, y, f"{_pct(tables[k]['mismatch'])} (n={tables[k]['n']})", va="center", fontsize=8)
+        ax.text(
+            under[y] + over[y] + 0.5, y, f"{_pct(tables[k]['mismatch'])} (n={tables[k]['n']})", va="center", fontsize=8
+        )
     ax.set_xlabel("share of items (%)")
     ax.set_xlim(0, 100)
     ax.legend(fontsize=7, loc="lower right")
@@ -194,27 +198,32 @@ def _four_way_section(breakdown: Mapping[str, Any], out: Path) -> list[str]:
               "By category (first labels):", "", "| category | n | N-C | N-NC | UN-C | UN-NC | mismatch |",
               "|---|---|---|---|---|---|---|"]  # fmt: skip
     for name, t in breakdown.get("by_category", {}).items():
-        lines.append(f"| {name} | {t['n']} | {t['N-C']} | {t['N-NC']} | {t['UN-C']} | {t['UN-NC']} | {_pct(t['mismatch'])} |")
+        lines.append(
+            f"| {name} | {t['n']} | {t['N-C']} | {t['N-NC']} | {t['UN-C']} | {t['UN-NC']} | {_pct(t['mismatch'])} |"
+        )
     return lines + [""]
 
 
 def _probe_section(results: Mapping[str, Any], rows: Sequence[Mapping[str, Any]], out: Path) -> list[str]:
     lines = ["## Probes", ""]
-    grids = {f"MCC, {label} (w_{label[0]}), n_test={results[label].get('n_test')}": results[label]["mcc"]
+    axes = (results["layers"], results["positions"])
+    grids = {f"MCC, {label} (w_{key}), n_test={results[label].get('n_test')}": results[label]["mcc"]
              for label, key in (("necessity", "c"), ("action", "a")) if "mcc" in results[label]}  # fmt: skip
     for label in ("necessity", "action"):
         if "error" in results[label]:
             lines.append(f"- the paper's probe on the {label} label could not train: {results[label]['error']}")
     if grids:
-        best = {label: float(np.max(results[label]["mcc"])) for label in ("necessity", "action") if "mcc" in results[label]}
+        best = {
+            label: float(np.max(results[label]["mcc"])) for label in ("necessity", "action") if "mcc" in results[label]
+        }
         lines += [f"Best held-out MCC: " + ", ".join(f"{k} {v:.3f}" for k, v in best.items()) + ".", "",
-                  f"![mcc]({plot_heatmaps(grids, results['layers'], results['positions'], out / 'mcc.png', 'held-out MCC per (layer, position)')})", ""]  # fmt: skip
+                  f"![mcc]({plot_heatmaps(grids, *axes, out / 'mcc.png', 'held-out MCC per (layer, position)')})", ""]  # fmt: skip
     if results.get("cosine") is not None:
         cos = np.asarray(results["cosine"])
         title = f"cosine(w_c, w_a) per (layer, position), n_train={results['necessity'].get('n_train')}"
         lines += [f"cosine(w_c, w_a): last position, last layer {cos[-1, -1]:.3f}; max {cos.max():.3f}, "
                   f"min {cos.min():.3f}.", "",
-                  f"![cosine]({plot_heatmaps({'cosine(w_c, w_a)': cos}, results['layers'], results['positions'], out / 'cosine.png', title)})", ""]  # fmt: skip
+                  f"![cosine]({plot_heatmaps({'cosine(w_c, w_a)': cos}, *axes, out / 'cosine.png', title)})", ""]  # fmt: skip
     w2t = results.get("when2tool", {})
     for label in ("necessity", "action"):
         r = w2t.get(label) or {}
@@ -226,7 +235,10 @@ def _probe_section(results: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]
                          f"{_pct(r.get('accuracy'))} (n_train={r.get('n_train')}, n_test={r.get('n_test')})")  # fmt: skip
     held = [r for r in rows if r["split"] == "test" and r.get("belief") is not None]
     if held:
-        lines += ["", f"![alluvial]({plot_alluvial(held, out / 'alluvial.png', 'necessity -> probe belief -> action, held-out items')})"]
+        lines += [
+            "",
+            f"![alluvial]({plot_alluvial(held, out / 'alluvial.png', 'necessity -> belief -> action, held-out')})",
+        ]
     return lines + [""]
 
 
@@ -280,7 +292,11 @@ def write_report(out_dir: str | Path, title: str | None = None) -> Path:
                   "without tools; unnecessary when right >= r of N.", "",
                   "| r | necessary | unnecessary |", "|---|---|---|"]  # fmt: skip
         lines += [f"| {k} | {v['necessary']} | {v['unnecessary']} |" for k, v in necessity["labels"].items()]
-        lines += ["", "Items right k of N times: " + ", ".join(f"{k}: {v}" for k, v in necessity["histogram"].items()), ""]
+        lines += [
+            "",
+            "Items right k of N times: " + ", ".join(f"{k}: {v}" for k, v in necessity["histogram"].items()),
+            "",
+        ]
     else:
         lines += ["## Necessity", "", "From the data (no sampling), or not run.", ""]
     lines += _four_way_section(breakdown, out) if breakdown else ["## Four-way breakdown", "", "Not run.", ""]

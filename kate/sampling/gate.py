@@ -89,7 +89,9 @@ class GateSampler:
         if self.mode not in GATE_MODES:
             raise ValueError(f"gate mode must be one of {GATE_MODES}, got {self.mode!r}")
         if not 0.0 <= self.tau <= 1.0 or (self.tau_high is not None and not self.tau <= self.tau_high <= 1.0):
-            raise ValueError(f"gate thresholds need 0 <= tau <= tau_high <= 1, got tau={self.tau}, tau_high={self.tau_high}")
+            raise ValueError(
+                f"gate thresholds need 0 <= tau <= tau_high <= 1, got tau={self.tau}, tau_high={self.tau_high}"
+            )
 
     def __repr__(self) -> str:  # the belief's own repr says which probe (run metas record it)
         shown = ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in fields(self))
