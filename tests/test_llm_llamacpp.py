@@ -91,12 +91,13 @@ def test_prefill_starts_the_answer_and_counts_only_generated_tokens(small_llamac
     assert "".join(t.token for t in c.logprobs) == c.text[len("Dear Ada,") :]
 
 
-def test_a_prefilled_tool_call_parses_as_that_function(small_llamacpp):
+@pytest.mark.model
+def test_a_prefilled_tool_call_parses_as_that_function(default_llamacpp):
     from kate.demo import DEMO_TOOLS
 
-    prefill = '<tool_call>\n{"name": "get_weather", "arguments": '
+    prefill = '<tool_call>\n{"name": "get_weather", "arguments": '  # the 135M model cannot finish it
     ask = [{"role": "user", "content": "Is it raining in Paris?"}]
-    [c] = small_llamacpp.chat(ask, DEMO_TOOLS, max_tokens=40, prefill=prefill, stop=["</tool_call>"])
+    [c] = default_llamacpp.chat(ask, DEMO_TOOLS, max_tokens=40, prefill=prefill, stop=["</tool_call>"])
     assert c.text.startswith(prefill)
     assert c.parse_error is None, c.text
     assert [call.name for call in c.tool_calls] == ["get_weather"]

@@ -51,6 +51,7 @@ class LlamaCppChatModel:
         n_threads_batch: int | None = None,
         n_batch: int = 512,
         max_parallel: int = 16,
+        min_prefill_tokens: int = 1,
         chat_template: str | None = None,
         formats: tuple[str, ...] = ("hermes", "json"),
         verbose: bool = False,
@@ -95,7 +96,9 @@ class LlamaCppChatModel:
         self.bos_token = self._model.token_get_text(self._model.token_bos()) if self._model.token_bos() >= 0 else ""
         self.eos_token = self._model.token_get_text(self._model.token_eos()) if self._model.token_eos() >= 0 else ""
         self._threads = (threads, threads_batch)
-        self.scheduler = BatchScheduler(self)  # one llama context, shared by every concurrent chat()
+        # One llama context shared by every concurrent chat(). min_prefill_tokens=64 makes a warm
+        # prompt's numerics equal a cold one's (see BatchScheduler); 1 reuses every cached token.
+        self.scheduler = BatchScheduler(self, min_prefill_tokens=min_prefill_tokens)
 
     def runtime(self) -> dict[str, object]:
         """What decides a greedy run's numerics on this machine: llama.cpp's version and build, the
@@ -106,6 +109,7 @@ class LlamaCppChatModel:
             "system_info": info.decode("utf-8", "replace").strip() if isinstance(info, bytes) else str(info),
             "n_threads": self._threads[0], "n_threads_batch": self._threads[1], "cpu_count": os.cpu_count(),
             "n_ctx": self.n_ctx, "n_batch": self.n_batch, "max_parallel": self.max_parallel,
+            "min_prefill_tokens": self.scheduler.min_prefill_tokens,
         }  # fmt: skip
 
     # ----------------------------------------------------------------------------- prompt
