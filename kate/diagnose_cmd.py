@@ -233,7 +233,9 @@ class Diagnosis:
                 raise ValueError(f"gate.beliefs {path}: not a JSON object of item id -> belief ({exc})") from None
         found = self.internals()
         if found is None or found.get("beliefs") is None:
-            print("kate diagnose: no probe beliefs for the gate (the probes need an hf client); skipped")
+            why = "the probes need an hf client" if found is None else (
+                f"When2Tool's probe: {found['probes']['when2tool']['necessity'].get('error')}")  # fmt: skip
+            print(f"kate diagnose: no probe beliefs for the gate ({why}); skipped")
             return None
         return {i: p for i, (p, split) in found["beliefs"].items() if split == "test" or not g["held_out_only"]}
 

@@ -15,7 +15,7 @@ from kate.diagnose.tasks import VerifiableTask
 from kate.eval.runner import open_run, run_task
 from kate.llm.base import completion_from_text
 from kate.llm.fake import FakeChatModel
-from kate.sampling.gate import GatedStep, GateSampler, gate_action
+from kate.sampling.gate import GatedStep, GateError, GateSampler, gate_action
 
 CALL = '<tool_call>\n{"name": "calculator", "arguments": {"expression": "2 + 2"}}\n</tool_call>'
 TOOLS = arithmetic_items(1)[0].tools
@@ -73,7 +73,7 @@ def test_nothing_is_gated_without_tools_or_after_a_tool_result():
 
 def test_a_client_without_prefill_is_a_clear_error():
     gate = GateSampler(lambda m, t: 0.9)
-    with pytest.raises(ValueError, match="does not take prefill"):
+    with pytest.raises(GateError, match="does not take prefill"):
         gate.act(FakeChatModel([CALL]), [{"role": "user", "content": "q"}], list(TOOLS))
     with pytest.raises(ValueError, match="mode"):
         GateSampler(lambda m, t: 0.5, mode="medium")
@@ -160,3 +160,26 @@ def test_the_probe_belief_reads_the_135m_models_hidden_states(tmp_path, small_hf
     model = PrefillFake([CALL], repeat_last=True)
     step = GateSampler(belief, tau=min(1.0, p + 0.01) if p < 1 else 0.5).act(model, messages, tools)
     assert step.gate["belief"] == pytest.approx(p) and step.gate["action"] in ("no_tool", "tool")
+
+
+def test_the_gate_is_selectable_like_any_sampler_in_kate_eval(tmp_path):
+    """`kate eval sampling=gate sampling.belief.probe=...`: composes, checks and builds (the hf
+    model is not loaded until a gated step)."""
+    from hydra import compose, initialize_config_dir
+    from hydra.utils import instantiate
+
+    from kate.cli import CONF_DIR
+    from kate.eval.arm import check_arm
+
+    path = _probe_file(tmp_path, 2, [1], np.array([1.0, 0.0]))
+    with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
+        cfg = compose("eval", overrides=["sampling=gate", f"sampling.belief.probe={path}", "sampling.mode=hard"])
+    check_arm(cfg.sampling, None, "arm")
+    gate = instantiate(cfg.sampling)
+    assert isinstance(gate, GateSampler) and gate.mode == "hard" and gate.call_opening == '<tool_call>\n{"name": "'
+    assert gate.belief.hf["model"] == cfg.llm.model and gate.belief.model is None
+    assert "ProbeBelief(probe=" in repr(gate) and "sha256=" in repr(gate)
+    with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
+        unset = instantiate(compose("eval", overrides=["sampling=gate"]).sampling)  # builds (kate's config test)
+    with pytest.raises(GateError, match="sampling.belief.probe"):  # and stops the run at the first gated step
+        unset.act(PrefillFake([CALL]), [{"role": "user", "content": "q"}], list(TOOLS))

@@ -29,7 +29,7 @@ from kate.diagnose.hidden import decision_states
 from kate.diagnose.probes import When2ToolProbe, last_token_features
 from kate.io import atomic_open
 from kate.llm.base import Message, ToolSchema
-from kate.sampling.gate import GATE_MODES, GateSampler, gate_action
+from kate.sampling.gate import GATE_MODES, GateError, GateSampler, gate_action
 
 DEFAULT_TEMPERATURE = 2.0  # When2Tool's T
 SWEEP_RUNS = ("base", "no_tool", "tool")
@@ -62,7 +62,7 @@ def load_probe(path: str | Path) -> tuple[When2ToolProbe, tuple[int, ...], dict[
 class ProbeBelief:
     """``belief(messages, tools)``: When2Tool's probe on an hf client's decision-point states."""
 
-    probe: str  # the .npz path
+    probe: str | None  # the .npz path; None: unset (a config to complete), an error at the first gated step
     hf: dict[str, Any] = field(default_factory=dict)  # HFChatModel keywords (model, device, dtype), loaded lazily
     temperature: float = DEFAULT_TEMPERATURE
     model: Any = None  # an hf client already loaded (tests, or the job's own), instead of ``hf``
@@ -70,8 +70,10 @@ class ProbeBelief:
     def __post_init__(self) -> None:
         if self.temperature <= 0:
             raise ValueError(f"the belief's temperature must be > 0, got {self.temperature!r}")
-        self._probe, self.layers, self.meta = load_probe(self.probe)
-        self.sha256 = hashlib.sha256(Path(self.probe).read_bytes()).hexdigest()
+        self._probe, self.layers, self.meta, self.sha256 = None, (), {}, ""
+        if self.probe is not None:
+            self._probe, self.layers, self.meta = load_probe(self.probe)
+            self.sha256 = hashlib.sha256(Path(self.probe).read_bytes()).hexdigest()
 
     def __repr__(self) -> str:
         return f"ProbeBelief(probe={self.probe!r}, sha256={self.sha256[:16]}, temperature={self.temperature})"
@@ -86,6 +88,9 @@ class ProbeBelief:
         return self.model
 
     def __call__(self, messages: list[Message], tools: list[ToolSchema] | None) -> float:
+        if self._probe is None:
+            raise GateError("the gate has no probe: set sampling.belief.probe to the probe.npz that "
+                            "`kate diagnose name=probes` writes (probes/probe.npz)")  # fmt: skip
         states = decision_states(self._model(), [(messages, tools)], k=1, layers=self.layers, progress=False)
         return float(self._probe.probability(last_token_features(states.states), self.temperature)[0])
 

@@ -11,7 +11,8 @@ Only the decision point is gated (``first_step_only``: the history ends with a u
 the probe was trained; the steps after a tool's result are the inner sampler's own.
 
 Prefill goes through the client's ``prefill`` option (``kate.llm.base.supports``); a client without
-it is a clear error, never a silently ungated run. The gate is a ``Sampler`` like any other, so it
+it is a ``GateError``, never a silently ungated run (not a ``ValueError``: tasks record those as
+model errors item by item, and a gate that cannot act should stop the run). The gate is a ``Sampler`` like any other, so it
 runs in the loop, in ``kate eval`` and wherever a sampler is configured; the probe behind the belief
 lives in ``kate.diagnose.gate``. Its step is a ``GatedStep``: the inner ``Step`` plus what the gate
 saw and did.
@@ -31,6 +32,10 @@ GATE_ACTIONS = ("no_tool", "tool", "none")  # what was prefilled: the no-tool te
 Belief = Callable[[list[Message], list[ToolSchema] | None], float]
 
 
+class GateError(RuntimeError):
+    """The gate cannot act as configured (no prefill option, no probe, a belief that is no probability)."""
+
+
 @dataclass(frozen=True)
 class GatedStep(Step):
     """A ``Step`` with the gate's record: ``{"belief": p, "action": "no_tool" | "tool" | "none", "prefill": text}``."""
@@ -47,7 +52,7 @@ class PrefilledModel:
 
     def __post_init__(self) -> None:
         if not supports(self.inner, "prefill"):
-            raise ValueError(f"the gate prefills the answer, but model {getattr(self.inner, 'name', self.inner)!r} "
+            raise GateError(f"the gate prefills the answer, but model {getattr(self.inner, 'name', self.inner)!r} "
                              "does not take prefill= (use a client that does, e.g. llm=llamacpp)")  # fmt: skip
 
     @property
@@ -81,7 +86,7 @@ class GateSampler:
     mode: str = "soft"
     no_tool_text: str = "I can answer this directly, without calling a tool. "
     tool_text: str = "I need to call a tool for this.\n"
-    call_opening: str = "<tool_call>\n"
+    call_opening: str = '<tool_call>\n{"name": "'  # the opening alone is not enough (kate.serve's call_prefill)
     inner: Sampler | None = None
     first_step_only: bool = True
 
@@ -113,7 +118,7 @@ class GateSampler:
             return _gated(inner.act(model, messages, tools, seed=seed, one_call=one_call), None, "none", "")
         p = float(self.belief(messages, tools))
         if not 0.0 <= p <= 1.0:
-            raise ValueError(f"the gate's belief must be a probability, got {p!r}")
+            raise GateError(f"the gate's belief must be a probability, got {p!r}")
         action = gate_action(p, self.tau, self.tau_high)
         prefill = self.prefill_for(action)
         acting = PrefilledModel(model, prefill) if prefill else model
