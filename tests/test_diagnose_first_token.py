@@ -17,6 +17,7 @@ from kate.diagnose.first_token import (
     checkpoint_trajectory,
     first_token_probe,
     load_probe_set,
+    probe_agreement,
     probe_summary,
     save_probe_set,
 )
@@ -51,6 +52,11 @@ def test_summary_on_known_values():
     assert summary["no_call_due"] == {"n": 1, "mean": 0.5, "geomean": pytest.approx(0.5), "median": 0.5, "min": 0.5,
                                       "calls": 1.0}  # fmt: skip
     assert probe_summary(rows[2:])["call_due"] is None
+    rows = [{**r, "id": i} for i, r in enumerate(rows)]
+    records = [{"id": 0, "calls": [{"name": "f"}]}, {"id": 1, "calls": []}, {"id": 2, "calls": []}, {"id": 9}]
+    found = probe_agreement(rows, records)
+    assert found["n"] == 3 and found["agree"] == pytest.approx(2 / 3)
+    assert (found["p_high_called"], found["p_high_not_called"], found["p_low_not_called"]) == (1, 1, 1)
 
 
 def test_checkpoint_folders_as_trl_writes_them(tmp_path):

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from kate.diagnose.hidden import decision_states
-from kate.diagnose.pcall import opening_ids, opening_probability, p_call_from_logits
+from kate.diagnose.pcall import agreement, opening_ids, opening_probability, p_call_from_logits
 from kate.io import atomic_open, atomic_write_text, read_jsonl
 from kate.llm.base import Message, ToolSchema
 
@@ -127,6 +127,15 @@ def probe_summary(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 
     return {"call_due": block([r for r in rows if r["expects_call"]]),
             "no_call_due": block([r for r in rows if not r["expects_call"]])}  # fmt: skip
+
+
+def probe_agreement(rows: Sequence[Mapping[str, Any]], records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """How often ``p_call > 0.5`` agrees with the greedy run's parsed calls (``pcall.agreement``), over
+    the probe rows that have a record of the same id (a replay or near-miss run's records). An
+    opening that also starts prose (a fence opening a code block) shows up as ``p_high_not_called``."""
+    called = {r["id"]: bool(r.get("calls")) for r in records}
+    matched = [r for r in rows if r["id"] in called]
+    return agreement([float(r["p_call"]) for r in matched], [called[r["id"]] for r in matched])
 
 
 def checkpoint_folders(folder: str | Path) -> list[tuple[int | None, Path]]:
