@@ -90,7 +90,7 @@ def test_first_token_probe_is_pcalls_on_the_135m_model(small_hf):
         logits = small_hf.next_token_logits(list(probe.messages), list(probe.tools))  # unbatched
         assert row["p_opening"] == pytest.approx(opening_probability(logits, ids), rel=1e-3, abs=1e-7)
         assert row["p_call"] == pytest.approx(p_call(small_hf, probe.messages, probe.tools, ids), rel=1e-3, abs=1e-7)
-        assert (row["p_call"] > 0.5) == row["top_is_opening"]
+        assert row["p_call"] > 0.5 or not row["top_is_opening"]  # an opening on top outranks every other token
     assert rows[0]["top_is_opening"] and rows[0]["p_call"] > 0.5
 
 

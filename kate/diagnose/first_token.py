@@ -5,8 +5,11 @@ prior falling by orders of magnitude, when it happens).
 
 The probability is Diagnostics I's (one implementation, ``kate.diagnose.pcall``): per prompt,
 ``p_opening`` (``opening_probability``: the softmax mass of the opening tokens) and ``p_call``
-(``p_call_from_logits``: > 0.5 exactly when greedy decoding starts a call), from one batched
-forward pass (``kate.diagnose.hidden.decision_states``) of an ``hf`` client.
+(``p_call_from_logits``: the openings' mass against the best other token; with one opening, > 0.5
+exactly when greedy decoding starts with it), from one batched forward pass
+(``kate.diagnose.hidden.decision_states``) of an ``hf`` client. An opening that also starts prose
+is counted as a call start: SmolLM2-135M opens Python code fences with ```` ``` ```` and never calls,
+so ``probe_agreement`` against a run's parsed calls says how far to trust the openings chosen.
 
 A probe set is a list of ``ProbePrompt`` (messages, tools, whether a call is due), made from replay
 rows (``probes_from_replay``), near-miss items (``probes_from_near_miss``) or saved as JSONL
