@@ -103,13 +103,16 @@ def parameters_of(tool: Mapping[str, Any]) -> list[str]:
 
 
 def misspelled(name: str, rng: random.Random) -> str:
-    """``name`` with two adjacent, different letters swapped (the last character doubled when no two can be swapped)."""
-    spots = [i for i in range(len(name) - 1) if name[i] != name[i + 1] and name[i] in string.ascii_letters
-             and name[i + 1] in string.ascii_letters]
+    """``name`` with two adjacent, different letters swapped (its last character doubled if none)."""
+    spots = [
+        i
+        for i in range(len(name) - 1)
+        if name[i] != name[i + 1] and name[i] in string.ascii_letters and name[i + 1] in string.ascii_letters
+    ]
     if not spots:
         return name + name[-1:]
     i = rng.choice(spots)
-    return name[:i] + name[i + 1] + name[i] + name[i + 2:]
+    return name[:i] + name[i + 1] + name[i] + name[i + 2 :]
 
 
 def _fits(template: Template, params: Sequence[str]) -> list[str]:
@@ -249,7 +252,7 @@ def no_call_summary(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 
     def block(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         n = len(rows)
-        rate = (lambda key: sum(bool(r.get(key)) for r in rows) / n if n else None)  # noqa: E731
+        rate = lambda key: sum(bool(r.get(key)) for r in rows) / n if n else None  # noqa: E731
         return {"n": n, "no_call": rate("valid"), "called": rate("called"), "attempted": rate("attempted"),
                 "keyword": rate("keyword")}  # fmt: skip
 

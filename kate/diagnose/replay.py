@@ -218,7 +218,7 @@ def replay_summary(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         formats: dict[str, int] = {}
         for r in rows:
             formats[str(r.get("format"))] = formats.get(str(r.get("format")), 0) + 1
-        rate = (lambda key: sum(bool(r.get(key)) for r in rows) / n if n else None)  # noqa: E731
+        rate = lambda key: sum(bool(r.get(key)) for r in rows) / n if n else None  # noqa: E731
         return {"n": n, "format_valid": rate("format_valid"), "valid": rate("valid"), "keyword": rate("keyword"),
                 "formats": dict(sorted(formats.items()))}  # fmt: skip
 
