@@ -19,7 +19,8 @@ from kate.agent.policy import Policy
 from kate.bfcl.checkers import RELEVANCE, SCORING_MODEL
 from kate.bfcl.data import BFCL_VERSION, MULTI_TURN, BFCLEntry, data_sha256, load_entries
 from kate.llm.base import Message, ToolSchema
-from kate.tasks.bfcl import MODEL_ERROR, BFCLTask
+from kate.tasks.bfcl import BFCLTask
+from kate.tasks.step import MODEL_ERROR
 
 
 DECISION_CATEGORIES = ("irrelevance", "live_irrelevance", "live_relevance")

@@ -29,7 +29,8 @@ from kate.bfcl.checkers import score_single_turn
 from kate.bfcl.data import BFCL_VERSION, BFCLEntry, data_sha256, load_entries
 from kate.diagnose.keyword import keyword_verdict, tool_names
 from kate.llm.base import Message, ToolSchema
-from kate.tasks.bfcl import MODEL_ERROR, knowledge_context
+from kate.tasks.bfcl import knowledge_context
+from kate.tasks.step import MODEL_ERROR, step_trace
 from kate.toolcall import ToolCall
 
 
@@ -216,16 +217,8 @@ class NearMissTask:
 
     def solve(self, item: NearMissItem | BFCLEntry, policy: Policy, seed: int) -> dict[str, Any]:
         messages, tools, context = _prompt(item)
-        try:
-            done = policy.step(messages, tools or None, seed=seed, context=context)
-        except ValueError as error:  # e.g. the prompt does not fit the context: a recorded failure
-            return {"calls": [], "parse_error": None, "outputs": [], "vote": None, "error_type": MODEL_ERROR,
-                    "error": str(error)}  # fmt: skip
-        step = done.step
-        return {"calls": [c.to_dict() for c in step.calls], "parse_error": step.parse_error, "prompt": done.prompt,
-                "knowledge": done.knowledge, "outputs": [c.text for c in step.completions],
-                "vote": step.vote.to_dict() if step.vote is not None else None,
-                "called": bool(step.calls), "attempted": bool(step.calls) or step.parse_error is not None}  # fmt: skip
+        trace = step_trace(policy, messages, tools or None, seed=seed, context=context)
+        return {**trace, "called": bool(trace["calls"]), "attempted": bool(trace["calls"]) or trace["parse_error"] is not None}
 
     def score(self, item: NearMissItem | BFCLEntry, trace: Mapping[str, Any]) -> dict[str, Any]:
         kind = item.kind if isinstance(item, NearMissItem) else "bfcl_irrelevance"

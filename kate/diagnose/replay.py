@@ -35,7 +35,8 @@ from kate.bfcl.checkers import RELEVANCE, score_single_turn
 from kate.bfcl.data import BFCL_VERSION, SINGLE_TURN, BFCLEntry, data_sha256, load_entries
 from kate.diagnose.keyword import keyword_verdict, tool_names
 from kate.llm.base import Message, ToolSchema
-from kate.tasks.bfcl import MODEL_ERROR, knowledge_context
+from kate.tasks.bfcl import knowledge_context
+from kate.tasks.step import MODEL_ERROR, step_trace
 from kate.toolcall import ToolCall, canonical_call_set
 from kate.toolcall.call import canonical_json
 
@@ -168,15 +169,7 @@ class ReplayTask:
     def solve(self, row: ReplayRow, policy: Policy, seed: int) -> dict[str, Any]:
         context = knowledge_context(row.entry) if row.entry is not None else None
         tools = list(row.tools) or None
-        try:
-            done = policy.step([dict(m) for m in row.messages], tools, seed=seed, context=context)
-        except ValueError as error:  # e.g. the prompt does not fit the context: a recorded failure
-            return {"calls": [], "parse_error": None, "outputs": [], "vote": None, "error_type": MODEL_ERROR,
-                    "error": str(error)}  # fmt: skip
-        step = done.step
-        return {"calls": [c.to_dict() for c in step.calls], "parse_error": step.parse_error, "prompt": done.prompt,
-                "knowledge": done.knowledge, "outputs": [c.text for c in step.completions],
-                "vote": step.vote.to_dict() if step.vote is not None else None}  # fmt: skip
+        return step_trace(policy, [dict(m) for m in row.messages], tools, seed=seed, context=context)
 
     def score(self, row: ReplayRow, trace: Mapping[str, Any]) -> dict[str, Any]:
         text = (trace.get("outputs") or [""])[0] if not trace.get("vote") else _chosen(trace)

@@ -18,11 +18,11 @@ from kate.agent.policy import Policy
 from kate.bfcl.checkers import SCORING_MODEL, score_multi_turn, score_single_turn
 from kate.bfcl.data import BFCL_VERSION, BFCLEntry, data_sha256, load_entries
 from kate.bfcl.env import BFCLEnvironment
+from kate.tasks.step import MODEL_ERROR, step_trace
 from kate.toolcall import ToolCall
 
 # BFCL's own message for the turn at which miss_func's held-out functions arrive.
 ADDITIONAL_FUNCTIONS_MESSAGE = "I have updated some more functions you can choose from. What about now?"
-MODEL_ERROR = "kate:model_error"
 
 
 def _calls(items: Sequence[Mapping[str, Any]]) -> list[ToolCall]:
@@ -66,23 +66,7 @@ class BFCLTask:
         return self._dialogue(entry, policy, seed) if entry.is_multi_turn else self._one_step(entry, policy, seed)
 
     def _one_step(self, entry: BFCLEntry, policy: Policy, seed: int) -> dict[str, Any]:
-        context = knowledge_context(entry)
-        try:
-            done = policy.step(entry.turns[0], entry.tools, seed=seed, context=context)
-        except ValueError as error:  # e.g. the prompt does not fit the context: a recorded failure
-            prompt, retrieved = policy.prepare(entry.turns[0], context)
-            return {"calls": [], "parse_error": None, "error_type": MODEL_ERROR, "error": str(error), "prompt": prompt,
-                    "knowledge": retrieved.text if retrieved else None, "outputs": [], "vote": None}  # fmt: skip
-        step = done.step
-        return {
-            "calls": [c.to_dict() for c in step.calls],
-            "parse_error": step.parse_error,
-            "prompt": done.prompt,
-            "knowledge": done.knowledge,
-            "outputs": [c.text for c in step.completions],
-            "vote": step.vote.to_dict() if step.vote is not None else None,
-            "usage": {"prompt_tokens": step.usage.prompt_tokens, "completion_tokens": step.usage.completion_tokens},
-        }
+        return step_trace(policy, entry.turns[0], entry.tools, seed=seed, context=knowledge_context(entry))
 
     def _dialogue(self, entry: BFCLEntry, policy: Policy, seed: int) -> dict[str, Any]:
         env = BFCLEnvironment(entry)
