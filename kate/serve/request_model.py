@@ -68,8 +68,10 @@ class RequestModel:
 
     def chat(self, messages: list[Message], tools: list[ToolSchema] | None = None, *, n: int = 1,
              temperature: float = 0.0, max_tokens: int = 256, seed: int | None = None,
-             stop: list[str] | None = None, logprobs: bool = False) -> list[Completion]:  # fmt: skip
+             stop: list[str] | None = None, logprobs: bool = False, **options: Any) -> list[Completion]:  # fmt: skip
+        """``options`` from a sampler that uses them (a gate's ``prefill``) pass on; the request's own
+        (a forced call) win."""
         return self.inner.chat(
             messages, tools, n=n, temperature=temperature, max_tokens=max_tokens, seed=seed,
-            stop=self.stop or stop, logprobs=logprobs or self.logprobs, **self.extra,
+            stop=self.stop or stop, logprobs=logprobs or self.logprobs, **{**options, **self.extra},
         )  # fmt: skip
