@@ -30,7 +30,7 @@ class FakeEngine:
         self.batch_sizes: list[int] = []
         self.peak_cells = 0
 
-    def decode_batch(self, entries) -> None:
+    def decode_batch(self, entries, *, step: bool = False) -> None:
         if any(token == POISON for token, *_ in entries):
             raise RuntimeError("llama_decode returned 1")
         self._logits = []
@@ -173,6 +173,16 @@ def test_each_of_several_conversations_keeps_its_own_cache():
     assert scheduler.stats.prefill_tokens == 3
 
 
+def test_a_request_shares_the_prefix_of_one_running_beside_it():
+    shared = list(range(40, 60))
+    prompts = [shared + [1, 2], shared + [3]]
+    scheduler = BatchScheduler(FakeEngine())
+    assert run_together(scheduler, [request(p) for p in prompts]) == [
+        answers(BatchScheduler(FakeEngine()), request(p)) for p in prompts
+    ]
+    assert scheduler.stats.prefill_tokens == 22 + 1  # the second decoded only its own last token
+
+
 def test_idle_caches_give_way_when_the_cells_are_needed():
     scheduler = BatchScheduler(FakeEngine(max_parallel=4, n_ctx=40))
     run_together(scheduler, [request(PROMPTS[1], max_tokens=4), request(PROMPTS[3], max_tokens=4)])
@@ -191,6 +201,34 @@ def test_top_k_is_sorted_and_led_by_the_greedy_token():
 
 
 # ------------------------------------------------------------------------------ the 135M model
+# Models of this file's own: the idle caches these tests leave move where later prompts' cells go,
+# and so (slightly) other files' numerics. Whether a concurrent answer equals the solo one depends on
+# how each prompt was split between the prefix cache and new batches (see BatchScheduler): with
+# min_prefill_tokens=64 these short prompts always decode whole, and concurrent greedy and sampled
+# answers equal solo ones (32/32 greedy, 12/12 mixed in a probe); with the default reuse of every
+# cached token greedy still agreed on these short chats (32/32) but sampled widths did not (5/12),
+# and on 30 longer prompts 12/30 greedy texts did.
+def _small(**options):
+    from kate.llm.llamacpp import LlamaCppChatModel
+    from kate.llm.registry import SMALL_TEST_MODEL
+
+    return LlamaCppChatModel(SMALL_TEST_MODEL, n_ctx=2048, max_parallel=4, **options)
+
+
+@pytest.fixture(scope="module")
+def small_exact():
+    model = _small(min_prefill_tokens=64)
+    yield model
+    model.close()
+
+
+@pytest.fixture(scope="module")
+def small_default():
+    model = _small()
+    yield model
+    model.close()
+
+
 CHATS = [[{"role": "user", "content": f"Tell me one fact about {t}."}] for t in ("owls", "tea", "rivers", "chess")]
 
 
@@ -216,38 +254,47 @@ def chat_together(model, calls: list[dict], queued: int | None = None) -> list:
 
 
 @pytest.mark.model
-def test_four_concurrent_chats_decode_together_and_answer_as_alone(small_llamacpp):
+def test_four_concurrent_chats_decode_together_and_answer_as_alone(small_exact):
     calls = [{"messages": m, "max_tokens": 16} for m in CHATS]
-    solo = [small_llamacpp.chat(**c)[0].text for c in calls]
-    small_llamacpp.scheduler.stats = SchedulerStats()
-    together = chat_together(small_llamacpp, calls)
+    solo = [small_exact.chat(**c)[0].text for c in calls]
+    small_exact.scheduler.stats = SchedulerStats()
+    together = chat_together(small_exact, calls)
     assert [len(o) for o in together] == [1, 1, 1, 1]
     assert [o[0].text for o in together] == solo
-    assert small_llamacpp.scheduler.stats.max_requests_per_step == 4
+    assert small_exact.scheduler.stats.max_requests_per_step == 4
 
 
 @pytest.mark.model
-def test_a_prompt_too_long_fails_alone_while_the_others_finish(small_llamacpp):
+def test_concurrent_chats_with_the_default_prefix_reuse_all_finish_together(small_default):
+    calls = [{"messages": m, "max_tokens": 12, "logprobs": True} for m in CHATS]
+    together = chat_together(small_default, calls)
+    assert all(len(o) == 1 and 0 < o[0].usage.completion_tokens <= 12 for o in together)
+    assert all(len(o[0].logprobs) == o[0].usage.completion_tokens for o in together)
+    assert small_default.scheduler.stats.max_requests_per_step == 4
+
+
+@pytest.mark.model
+def test_a_prompt_too_long_fails_alone_while_the_others_finish(small_exact):
     calls = [{"messages": m, "max_tokens": 12} for m in CHATS[:3]]
     calls.insert(1, {"messages": [{"role": "user", "content": "word " * 3000}], "max_tokens": 12})
-    out = chat_together(small_llamacpp, calls, queued=3)  # the long one fails before it queues
+    out = chat_together(small_exact, calls, queued=3)  # the long one fails before it queues
     assert isinstance(out[1], ValueError) and "exceeds n_ctx" in str(out[1])
-    solo = [small_llamacpp.chat(**c)[0].text for k, c in enumerate(calls) if k != 1]
+    solo = [small_exact.chat(**c)[0].text for k, c in enumerate(calls) if k != 1]
     assert [o[0].text for k, o in enumerate(out) if k != 1] == solo
 
 
 @pytest.mark.model
-def test_sampled_widths_and_greedy_chats_mix(small_llamacpp):
+def test_sampled_widths_and_greedy_chats_mix(small_exact):
     calls = [
         {"messages": CHATS[0], "n": 3, "temperature": 1.0, "seed": 7, "max_tokens": 10},
         {"messages": CHATS[1], "max_tokens": 10},
         {"messages": CHATS[2], "n": 2, "temperature": 0.8, "seed": 1, "max_tokens": 10},
     ]  # 6 sequences on 4 slots: the last waits for seqs to free up
-    solo = [[c.text for c in small_llamacpp.chat(**call)] for call in calls]
-    small_llamacpp.scheduler.stats = SchedulerStats()
-    together = chat_together(small_llamacpp, calls)
+    solo = [[c.text for c in small_exact.chat(**call)] for call in calls]
+    small_exact.scheduler.stats = SchedulerStats()
+    together = chat_together(small_exact, calls)
     assert [[c.text for c in o] for o in together] == solo
-    stats = small_llamacpp.scheduler.stats  # whatever order they queued in, two of them shared steps
+    stats = small_exact.scheduler.stats  # whatever order they queued in, two of them shared steps
     assert stats.max_requests_per_step >= 2 and stats.max_seqs_per_step <= 4
 
 

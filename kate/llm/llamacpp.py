@@ -49,6 +49,7 @@ class LlamaCppChatModel:
         n_ctx: int = 8192,
         n_threads: int | None = None,
         n_threads_batch: int | None = None,
+        n_threads_step: int | None = None,
         n_batch: int = 512,
         max_parallel: int = 16,
         min_prefill_tokens: int = 1,
@@ -73,9 +74,15 @@ class LlamaCppChatModel:
         cores = os.cpu_count() or 1
         # llama-cpp-python's own defaults: half the cores for one-token decoding (its threads
         # spin-wait on each other; a busy neighbour on a small machine can make two threads 30x
-        # slower than one), every core for batches (prefill, width-N decoding).
+        # slower than one), every core for prompt batches. A decode step of several sequences
+        # (width N, concurrent requests) costs little more than a one-token one, so it runs on the
+        # one-token count too: on 2 cores busy with other work a 4-token step of the 0.5B model took
+        # 0.2 s on one thread and 1-5 s on two (on quieter cores two were faster: 4 clients 2.9x one
+        # client's requests/s vs 1.9x, bench/results/llamacpp_batching.json). Thread counts do not
+        # change the numerics (checked: greedy and width-4 logprobs, both registry models).
         threads = n_threads or max(1, cores // 2)
         threads_batch = n_threads_batch or cores
+        threads_step = n_threads_step or threads
         ctx_params = llama_cpp.llama_context_default_params()
         ctx_params.n_ctx = n_ctx
         ctx_params.n_batch = max(n_batch, max_parallel)
@@ -96,6 +103,8 @@ class LlamaCppChatModel:
         self.bos_token = self._model.token_get_text(self._model.token_bos()) if self._model.token_bos() >= 0 else ""
         self.eos_token = self._model.token_get_text(self._model.token_eos()) if self._model.token_eos() >= 0 else ""
         self._threads = (threads, threads_batch)
+        self._threads_step = threads_step
+        self._threads_now = threads_batch  # what the context's n_threads_batch is set to
         # One llama context shared by every concurrent chat(). min_prefill_tokens=64 makes a warm
         # prompt's numerics equal a cold one's (see BatchScheduler); 1 reuses every cached token.
         self.scheduler = BatchScheduler(self, min_prefill_tokens=min_prefill_tokens)
@@ -107,7 +116,8 @@ class LlamaCppChatModel:
         return {
             "engine": "llama-cpp-python", "version": self._llama_cpp.__version__,
             "system_info": info.decode("utf-8", "replace").strip() if isinstance(info, bytes) else str(info),
-            "n_threads": self._threads[0], "n_threads_batch": self._threads[1], "cpu_count": os.cpu_count(),
+            "n_threads": self._threads[0], "n_threads_batch": self._threads[1], "n_threads_step": self._threads_step,
+            "cpu_count": os.cpu_count(),
             "n_ctx": self.n_ctx, "n_batch": self.n_batch, "max_parallel": self.max_parallel,
             "min_prefill_tokens": self.scheduler.min_prefill_tokens,
         }  # fmt: skip
@@ -124,8 +134,13 @@ class LlamaCppChatModel:
 
     # ----------------------------------------------------------------------------- engine
     # What the batch scheduler drives (kate.llm.llamacpp_batch.DecodeEngine); not for callers.
-    def decode_batch(self, entries: list[Entry]) -> None:
-        """Put (token, pos, seq_ids, wants_logits) entries in the batch and decode it."""
+    def decode_batch(self, entries: list[Entry], *, step: bool = False) -> None:
+        """Put (token, pos, seq_ids, wants_logits) entries in the batch and decode it; a ``step``
+        (one token per sequence) runs on n_threads_step threads, prompt tokens on n_threads_batch."""
+        threads = self._threads_step if step else self._threads[1]
+        if threads != self._threads_now:
+            self._llama_cpp.llama_set_n_threads(self._ctx.ctx, self._threads[0], threads)
+            self._threads_now = threads
         batch = self._batch.batch
         batch.n_tokens = len(entries)
         for i, (token, pos, seq_ids, logits) in enumerate(entries):

@@ -12,7 +12,9 @@ decode of its prompt, a bad sample) fails that request alone.
 Prefix cache, per sequence like llama.cpp's server slots: an idle sequence keeps the cells of the
 last prompt it led, and a new request leads with the free sequence whose cache shares the longest
 prefix with its prompt, so an agent loop whose history only grows prefills only its new tokens.
-Idle caches are dropped, least recently used first, when their cells are needed.
+When a running request's prompt shares a longer prefix (the same system prompt and tools), the new
+request shares those cells instead. Idle caches are dropped, least recently used first, when their
+cells are needed.
 
 Numerics: decoding beside other requests is exact (a decode batch's tokens do not change each
 other's logits), but llama.cpp's CPU attention sums a sequence's cells in an order that depends on
@@ -47,7 +49,7 @@ class DecodeEngine(Protocol):
     n_batch: int
     max_parallel: int
 
-    def decode_batch(self, entries: list[Entry]) -> None: ...
+    def decode_batch(self, entries: list[Entry], *, step: bool = False) -> None: ...
     def logits_at(self, index: int) -> np.ndarray: ...
     def seq_rm(self, seq: int, p0: int, p1: int) -> None: ...
     def seq_cp(self, src: int, dst: int, p0: int, p1: int) -> None: ...
@@ -143,8 +145,9 @@ class BatchScheduler:
         and the fewest in a prompt batch. 1 reuses every cached token. llama.cpp's CPU kernels
         compute a prompt batch of under 64 tokens differently from a longer one (measured on this
         build: logits up to ~0.8 apart), so a warm prompt with fewer new tokens than that is not
-        bit-identical to the same prompt cold, and greedy text can flip on a near-tie; 64 makes
-        them agree, at up to 64 extra prompt tokens a call."""
+        bit-identical to the same prompt cold, and greedy text can flip on a near-tie (6 of 8
+        tool prompts on the 135M model). 64 makes them agree (8 of 8, logprobs too) at up to 64
+        extra prompt tokens a call; a prompt shorter than that is then not kept for reuse."""
         if not 1 <= min_prefill_tokens <= engine.n_batch:
             raise ValueError(f"min_prefill_tokens must be in 1..n_batch ({engine.n_batch}), got {min_prefill_tokens!r}")
         self.engine = engine
@@ -242,13 +245,18 @@ class BatchScheduler:
                 request = self._pending.popleft()
             self._start_round(request, *plan)
 
-    def _plan(self, request: Request) -> tuple[int, list[int], list[int], int] | None:
-        """(leader, other members, idle caches to drop, cells to reserve), or None to wait."""
+    def _plan(self, request: Request) -> tuple[int, int, list[int], list[int], int] | None:
+        """(leader, the seq whose cached prefix it starts from, other members, idle caches to drop,
+        cells to reserve), or None to wait."""
         width = min(request.round_size, request.n - len(request.sequences))
         free = [s for s in range(self.engine.max_parallel) if self._owner[s] is None]
         if len(free) < width:
             return None
-        lead = max(free, key=lambda s: (_common(self._cached[s], request.prompt), -s))
+        common = [_common(cached, request.prompt) for cached in self._cached]
+        lead = max(free, key=lambda s: (common[s], -s))
+        source = max(range(self.engine.max_parallel), key=lambda s: (common[s], s == lead, -s))
+        if source != lead:  # a running request holds a longer prefix: share its cells, keep the free caches
+            lead = min(free, key=lambda s: (bool(self._cached[s]), self._used_at[s], s))
         members = sorted((s for s in free if s != lead), key=lambda s: (bool(self._cached[s]), s))[: width - 1]
         need = len(request.prompt) + width * request.params.max_tokens
         used = sum(r.reserved for r in self._active)
@@ -263,16 +271,20 @@ class BatchScheduler:
             held -= len(self._cached[s])
         if used + held + need > self.engine.n_ctx:
             return None
-        return lead, members, evict, need
+        return lead, source, members, evict, need
 
-    def _start_round(self, request: Request, lead: int, members: list[int], evict: list[int], need: int) -> None:
+    def _start_round(
+        self, request: Request, lead: int, source: int, members: list[int], evict: list[int], need: int
+    ) -> None:
         """Make the prompt the KV prefix of the round's sequences, decoding only what is not cached."""
         engine, prompt = self.engine, request.prompt
-        for s in sorted(evict + members):
+        for s in sorted(evict + members + ([lead] if source != lead else [])):
             engine.seq_rm(s, -1, -1)
             self._cached[s] = []
         # Decode at least one token (for its logits), or min_prefill_tokens of them (see __init__).
-        common = max(0, min(_common(self._cached[lead], prompt), len(prompt) - self.min_prefill_tokens))
+        common = max(0, min(_common(self._cached[source], prompt), len(prompt) - self.min_prefill_tokens))
+        if source != lead:
+            engine.seq_cp(source, lead, 0, common)  # the cells are shared, not copied
         engine.seq_rm(lead, common, -1)
         self._cached[lead] = []
         for s in members:
@@ -325,7 +337,7 @@ class BatchScheduler:
             owners += [(request, s) for _, s in mine]
         if entries:
             try:
-                self.engine.decode_batch(entries)
+                self.engine.decode_batch(entries, step=True)
             except Exception as error:  # the batch is lost: every request in it fails
                 for request in dict.fromkeys(r for r, _ in owners):
                     self._release(request, keep_cache=False)
