@@ -185,8 +185,8 @@ class LlamaCppChatModel:
         """``n`` completions; concurrent calls from several threads decode together.
 
         ``prefill``: text the answer starts with, tokenized on its own after the rendered prompt;
-        the returned text includes it (and is parsed for tool calls whole), logprobs and
-        ``completion_tokens`` count only generated tokens, ``prompt_tokens`` includes it.
+        the returned text includes it (and is parsed for tool calls whole), logprobs,
+        ``completion_tokens`` and ``stop`` see only generated tokens, ``prompt_tokens`` includes it.
         ``top_logprobs``: with ``logprobs``, the k most likely tokens at each position.
         """
         check_sampling_args(n, temperature, max_tokens)
