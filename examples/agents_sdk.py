@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from typing import Any
 
@@ -31,10 +30,8 @@ from agents import (
 from agents.items import RunItem, ToolCallItem, ToolCallOutputItem
 from openai import APIConnectionError, AsyncOpenAI, OpenAI
 
-from tools import TOOLS
+from tools import TOOLS, example_arguments
 
-DEFAULT_BASE_URL = "http://127.0.0.1:8000/v1"
-DEFAULT_QUESTION = "What is the weather in Paris right now?"
 INSTRUCTIONS = "You are a helpful assistant. Call a tool when it can answer the question, then answer from its result."
 
 
@@ -93,14 +90,7 @@ def _json_or_text(arguments: str | None) -> Any:
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--base-url", default=DEFAULT_BASE_URL, help="the server's OpenAI-compatible /v1 URL")
-    parser.add_argument("--model", default=None, help="model id (default: the first of the server's /v1/models)")
-    parser.add_argument("--question", default=DEFAULT_QUESTION)
-    parser.add_argument("--max-steps", type=int, default=4, help="most model calls (the SDK's max_turns)")
-    parser.add_argument("--max-tokens", type=int, default=None, help="per model call (default: the server's)")
-    parser.add_argument("--api-key", default=os.environ.get("OPENAI_API_KEY", "not-needed"))
-    parser.add_argument("--json", action="store_true", help="print the summary as JSON at the end")
+    parser = example_arguments(__doc__.splitlines()[0], "most model calls (the SDK's max_turns)")
     return parser.parse_args(argv)
 
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from typing import Any
 
@@ -27,10 +26,8 @@ from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
 from openai import APIConnectionError, OpenAI
 
-from tools import TOOLS
+from tools import TOOLS, example_arguments
 
-DEFAULT_BASE_URL = "http://127.0.0.1:8000/v1"
-DEFAULT_QUESTION = "What is the weather in Paris right now?"
 INSTRUCTIONS = "You are a helpful assistant. Call a tool when it can answer the question, then answer from its result."
 
 
@@ -88,14 +85,7 @@ def _json_or_text(content: Any) -> Any:
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--base-url", default=DEFAULT_BASE_URL, help="the server's OpenAI-compatible /v1 URL")
-    parser.add_argument("--model", default=None, help="model id (default: the first of the server's /v1/models)")
-    parser.add_argument("--question", default=DEFAULT_QUESTION)
-    parser.add_argument("--max-steps", type=int, default=4, help="most model calls before giving up")
-    parser.add_argument("--max-tokens", type=int, default=None, help="per model call (default: the server's)")
-    parser.add_argument("--api-key", default=os.environ.get("OPENAI_API_KEY", "not-needed"))
-    parser.add_argument("--json", action="store_true", help="print the summary as JSON at the end")
+    parser = example_arguments(__doc__.splitlines()[0])
     return parser.parse_args(argv)
 
 

@@ -20,16 +20,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from typing import Any, Callable
 
 from openai import APIConnectionError, OpenAI
 
-from tools import TOOLS
+from tools import TOOLS, example_arguments
 
-DEFAULT_BASE_URL = "http://127.0.0.1:8000/v1"
-DEFAULT_QUESTION = "What is the weather in Paris right now?"
 INSTRUCTIONS = "You are a helpful assistant. Call a tool when it can answer the question, then answer from its result."
 
 # kate's knobs, sent with --kate as the request's extra "kate" field: vote over n samples, the vote rule,
@@ -151,15 +148,8 @@ def _summary(model: str, question: str, calls: list, answer: str | None, stopped
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--base-url", default=DEFAULT_BASE_URL, help="the server's OpenAI-compatible /v1 URL")
-    parser.add_argument("--model", default=None, help="model id (default: the first of the server's /v1/models)")
-    parser.add_argument("--question", default=DEFAULT_QUESTION)
-    parser.add_argument("--max-steps", type=int, default=4, help="most model calls before giving up")
-    parser.add_argument("--max-tokens", type=int, default=None, help="per model call (default: the server's)")
-    parser.add_argument("--api-key", default=os.environ.get("OPENAI_API_KEY", "not-needed"))
+    parser = example_arguments(__doc__.splitlines()[0])
     parser.add_argument("--kate", action="store_true", help="send KATE_OPTIONS (kate's server only)")
-    parser.add_argument("--json", action="store_true", help="print the summary as JSON at the end")
     return parser.parse_args(argv)
 
 

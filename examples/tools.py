@@ -9,6 +9,8 @@ read, never an exception.
 
 from __future__ import annotations
 
+import argparse
+import os
 from typing import Literal
 
 # city -> (temperature in celsius, conditions)
@@ -83,3 +85,16 @@ def lookup_country(country: str) -> dict:
 
 
 TOOLS = [get_weather, convert_currency, lookup_country]  # what every example offers its agent
+
+
+def example_arguments(description: str, max_steps_help: str = "most model calls before giving up") -> argparse.ArgumentParser:
+    """The command line every example shares (each adds its own options to it)."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--base-url", default="http://127.0.0.1:8000/v1", help="the server's OpenAI-compatible /v1 URL")
+    parser.add_argument("--model", default=None, help="model id (default: the first of the server's /v1/models)")
+    parser.add_argument("--question", default="What is the weather in Paris right now?")
+    parser.add_argument("--max-steps", type=int, default=4, help=max_steps_help)
+    parser.add_argument("--max-tokens", type=int, default=None, help="per model call (default: the server's)")
+    parser.add_argument("--api-key", default=os.environ.get("OPENAI_API_KEY", "not-needed"))
+    parser.add_argument("--json", action="store_true", help="print the summary as JSON at the end")
+    return parser
