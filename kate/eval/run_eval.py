@@ -1,6 +1,7 @@
 """`kate eval`: one arm (model + sampler + knowledge) on BFCL-V3, one folder per seed, then a summary.
 
     kate eval arm=st_w8v limit=8 categories=[simple_python,multi_turn_base]   # a benchmark arm by name
+    kate eval categories=[own_tools] split=train      # kate.tasks.own_tools, in <out_dir>/own_tools/
 
 Every result folder's ``meta.json`` carries the arm's config, the policy (model name, backend, file
 hash; sampler; knowledge base manifest; loop settings), the task (BFCL version, split, scoring
@@ -21,6 +22,8 @@ from kate.eval.config import check_target, plain
 from kate.eval.report import markdown_table, plot_categories, seed_spread, summarize
 from kate.io import atomic_write_json, atomic_write_text
 from kate.tasks.bfcl import BFCLTask, select_entries
+from kate.tasks.own_tools import NAME as OWN_TOOLS
+from kate.tasks.own_tools import OwnToolsTask
 
 
 def write_arm_summary(name: str, per_seed: dict[int, list[dict]], out_dir: str | Path) -> dict[str, Any]:
@@ -38,11 +41,19 @@ def run_eval(cfg: DictConfig) -> dict[str, Any]:
     settings = loop_settings(c)
     check_target(c["llm"], "llm")
     check_arm(c["sampling"], c["knowledge"], "arm")
-    task = BFCLTask(select_entries(c["categories"], c["split"], c["limit"]), c["split"])
+    bfcl = [category for category in c["categories"] if category != OWN_TOOLS]
+    tasks = [(BFCLTask(select_entries(bfcl, c["split"], c["limit"]), c["split"]), Path(c["out_dir"]))]
+    tasks = tasks if bfcl or OWN_TOOLS not in c["categories"] else []
+    if OWN_TOOLS in c["categories"]:  # its own task and result folder beside BFCL's, the same runner
+        tasks.append((OwnToolsTask(c["split"], c["limit"]), Path(c["out_dir"]) / OWN_TOOLS))
     model = instantiate(c["llm"])
     policy = build_policy(model, c["sampling"], c["knowledge"], settings)
-    per_seed = run_arm(c["name"], task, policy, c["out_dir"], seeds=c["seeds"],
+    per_seed: dict[int, list[dict]] = {}
+    for task, out_dir in tasks:
+        runs = run_arm(c["name"], task, policy, out_dir, seeds=c["seeds"],
                        config=arm_config(c["llm"], c["sampling"], c["knowledge"], settings), workers=c["workers"])  # fmt: skip
+        for seed, records in runs.items():
+            per_seed.setdefault(seed, []).extend(records)
     summary = write_arm_summary(c["name"], per_seed, c["out_dir"])
     print(markdown_table({c["name"]: summary["per_category"]}))
     return summary

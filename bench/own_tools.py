@@ -1,0 +1,103 @@
+"""The own-tools task (``kate.tasks.own_tools``) on the untrained default model, TRAIN half only
+(settings are chosen on train; the test half is kept for the final figures). Two arms, composed as
+``kate eval categories=[own_tools] split=train sampling=<s>`` composes them, run by kate's one
+runner into ``bench/runs/own_tools/<arm>/seed_0/`` (resumable: the same command again continues),
+with kate eval's loop settings except ``max_steps=4`` (see OVERRIDES):
+
+* ``direct``: ``GreedySampler`` (conf/sampling/greedy.yaml)
+* ``w8v``: width 8 with the schema-valid vote (conf/sampling/width.yaml: n=8, valid_majority)
+
+Writes ``bench/results/own_tools_baseline.json``: per arm n, right-call share, right-answer share,
+turn-end counts (``kate.tasks.own_tools.summarize``), the split named.
+
+    .venv/bin/python bench/own_tools.py --arms direct          # then --arms direct,w8v
+    .venv/bin/python bench/own_tools.py --report-only
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from hydra import compose, initialize_config_dir  # noqa: E402
+from hydra.utils import instantiate  # noqa: E402
+
+import kate.configs  # noqa: E402,F401  (the typed job schemas)
+from kate.cli import CONF_DIR  # noqa: E402
+from kate.eval.arm import arm_config, build_policy, loop_settings, run_arm  # noqa: E402
+from kate.eval.config import plain  # noqa: E402
+from kate.eval.run_store import load_run  # noqa: E402
+from kate.io import atomic_write_json  # noqa: E402
+from kate.tasks.own_tools import OwnToolsTask, content_sha256, summarize  # noqa: E402
+
+SPLIT = "train"  # never the test half here
+ARMS = {"direct": "greedy", "w8v": "width"}
+RUNS = ROOT / "bench" / "runs" / "own_tools"
+RESULT = ROOT / "bench" / "results" / "own_tools_baseline.json"
+# max_steps=4 (kate eval's default is 20): room for two calls, an answer and one more; a model that never
+# answers spends its steps on new calls (10 km -> m, then 10000 km -> m, ...), 20 of them ~4 minutes
+# a question on 2 CPU cores.
+OVERRIDES = ["llm.n_ctx=8192", "llm.max_parallel=8", "max_steps=4", "categories=[own_tools]", f"split={SPLIT}",
+             "limit=null"]  # fmt: skip
+
+
+def compose_arm(arm: str) -> dict:
+    with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
+        return plain(compose("eval", overrides=[f"sampling={ARMS[arm]}", f"name={arm}", *OVERRIDES]))
+
+
+def run(arm: str, model) -> float:
+    c = compose_arm(arm)
+    settings = loop_settings(c)
+    policy = build_policy(model, c["sampling"], None, settings)
+    task = OwnToolsTask(split=SPLIT)
+    start = time.perf_counter()
+    run_arm(arm, task, policy, RUNS / arm, seeds=[0], config=arm_config(c["llm"], c["sampling"], None, settings))
+    return round(time.perf_counter() - start, 1)
+
+
+def report(seconds: dict[str, float]) -> dict:
+    arms = {}
+    for arm in ARMS:
+        folder = RUNS / arm / "seed_0"
+        if not (folder / "records.jsonl").exists():
+            continue
+        meta, records = load_run(folder)
+        figures = summarize(records).get(SPLIT, {"n": 0})
+        arms[arm] = {"sampler": meta["policy"]["sampler"], "loop": meta["config"]["loop"],
+                     "model": meta["policy"]["model"].get("name"), **figures}  # fmt: skip
+        if arm in seconds:
+            arms[arm]["seconds_this_run"] = seconds[arm]
+    out = {"task": "own_tools", "split": SPLIT, "content_sha256": content_sha256(), "arms": arms,
+           "note": "untrained default model; records in bench/runs/own_tools/<arm>/seed_0/"}  # fmt: skip
+    atomic_write_json(RESULT, out)
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--arms", default="direct", help="comma-separated: " + ", ".join(ARMS))
+    parser.add_argument("--report-only", action="store_true")
+    args = parser.parse_args()
+    seconds: dict[str, float] = {}
+    if not args.report_only:
+        arms = [a for a in args.arms.split(",") if a]
+        unknown = [a for a in arms if a not in ARMS]
+        if unknown:
+            raise SystemExit(f"unknown arm(s) {unknown}; arms: {', '.join(ARMS)}")
+        model = instantiate(compose_arm(arms[0])["llm"])
+        for arm in arms:
+            seconds[arm] = run(arm, model)
+    out = report(seconds)
+    for arm, row in out["arms"].items():
+        print(f"{arm}: n={row['n']} call_ok={row.get('call_ok_share')} answer_ok={row.get('answer_ok_share')} "
+              f"turn_ends={row.get('turn_ends')}")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
