@@ -11,6 +11,7 @@ import hydra
 from omegaconf import DictConfig
 
 import kate.configs  # noqa: F401  (registers every job's typed schema with Hydra's ConfigStore)
+from kate.train.config import register as register_train_schemas
 
 _PACKAGED = Path(__file__).parent / "_conf"
 CONF_DIR = _PACKAGED if _PACKAGED.is_dir() else Path(__file__).resolve().parents[1] / "conf"
@@ -25,6 +26,7 @@ SUBCOMMANDS: dict[str, tuple[str, str, str]] = {
     "appworld": ("appworld", "kate.appworld_cmd:run_appworld", "code-action loop on AppWorld or its stand-in"),
     "serve": ("serve", "kate.serve_cmd:run_serve", "OpenAI-compatible server: kate's knowledge and vote for any agent loop"),
     "models": ("models", "kate.models_cmd:run_models", "list | install | verify [NAME ...] offline model files"),
+    "train": ("train/<job>", "kate.train_cmd:run_<job>", "training: data | sft | grpo (SFT / GRPO with TRL)"),
     "diagnose": ("diagnose", "kate.diagnose_cmd:run_diagnose", "knowing-doing diagnostics: name=necessity|...|gate|all set=..."),
 }
 
@@ -68,6 +70,15 @@ def main(argv: list[str] | None = None) -> None:
     if sub == "models":
         rest = _models_overrides(rest)
     config_name, target, _ = SUBCOMMANDS[sub]
+    if sub == "train":
+        from kate.train_cmd import JOBS
+
+        if not rest or rest[0] not in JOBS:
+            print(f"usage: kate train {{{'|'.join(JOBS)}}} [hydra overrides ...]")
+            raise SystemExit(2)
+        register_train_schemas()
+        job, rest = rest[0], rest[1:]
+        config_name, target, sub = f"train/{job}", f"kate.train_cmd:run_{job}", f"train {job}"
     sys.argv = [f"kate {sub}", *rest]
     hydra_app(config_name, target)()
 

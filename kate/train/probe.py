@@ -1,0 +1,148 @@
+"""The checkpoint probe: at every save, what the model being trained still does at a decision point.
+
+Three measures, from Diagnostics II (one implementation each, ``kate.diagnose``):
+- the first-token probe on held-out decision points (the RL part's first step of each turn, and its
+  no-call steps): P(call opening), where a call is due and where none is;
+- verbatim replay of training rows with greedy decoding (``ReplayTask``): a valid call emitted, strictly;
+- near-miss negatives (``NearMissTask``): prompts naming the rows' tools that must not call.
+One JSONL row per probe (``probe.jsonl``, with the step) and a PNG curve (``probe.png``), so an ability
+erased by training shows when it happens. ``CheckpointProbe`` is the ``TrainerCallback`` (``on_save``,
+and once at the start as step 0); ``probe_client`` runs the same on any ``hf`` client.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from transformers import TrainerCallback
+
+from kate.agent.policy import Policy
+from kate.diagnose.first_token import ProbePrompt, first_token_probe, probe_summary
+from kate.diagnose.near_miss import NearMissTask, near_miss_items, no_call_summary
+from kate.diagnose.replay import ReplayRow, ReplayTask, replay_summary
+from kate.sampling.policy import GreedySampler
+from kate.io import atomic_open, atomic_write_text, read_jsonl
+from kate.toolcall import ToolCall
+
+PROBE_FILE = "probe.jsonl"
+PLOT_FILE = "probe.png"
+OPENINGS = ("<tool_call>", "```", '{"')
+
+
+@dataclass
+class ProbeSets:
+    first_token: list[ProbePrompt]
+    replay: list[ReplayRow]
+    near_miss: NearMissTask
+
+
+def probe_sets(held_out: Sequence[Mapping[str, Any]], trained: Sequence[Mapping[str, Any]], *, first_token: int,
+               replay: int, near_miss: int, seed: int = 0) -> ProbeSets:  # fmt: skip
+    """Probe prompts from dataset rows: decision points of ``held_out`` rows, replay of ``trained`` rows."""
+    rng = random.Random(seed)
+    decision = [r for r in held_out if (r["kind"] == "call" and r["index"] == 0) or r["kind"] == "no_call"]
+    picked = rng.sample(decision, min(first_token, len(decision)))
+    prompts = [ProbePrompt(r["id"], r["category"], tuple(json.loads(r["prompt"])), tuple(json.loads(r["tools"])),
+                           r["kind"] == "call") for r in picked]  # fmt: skip
+    rows = rng.sample(list(trained), min(replay, len(trained)))
+    replays = [ReplayRow(r["id"], r["category"], tuple(json.loads(r["prompt"])), tuple(json.loads(r["tools"])),
+                         tuple(ToolCall.from_dict(c) for c in json.loads(r["target_calls"])),
+                         r["target_answer"] or None) for r in rows]  # fmt: skip
+    with_tools = [r for r in trained if json.loads(r["tools"])]
+    sets = rng.sample(with_tools, min(near_miss, len(with_tools)))
+    items = near_miss_items([(f"{k}", json.loads(r["tools"])) for k, r in enumerate(sets)], seed=seed)
+    return ProbeSets(prompts, replays, NearMissTask(items, origin={"source": "training rows", "seed": seed}))
+
+
+def probe_client(client: Any, sets: ProbeSets, *, max_tokens: int = 96) -> dict[str, Any]:
+    """The three measures on an ``hf`` client (its ``model`` and ``tokenizer``), greedy."""
+    policy = Policy(client, GreedySampler(max_tokens=max_tokens))
+    out: dict[str, Any] = {}
+    if sets.first_token:
+        out["first_token"] = probe_summary(first_token_probe(client, sets.first_token, OPENINGS, batch_size=1))
+    task = ReplayTask(sets.replay)
+    records = [{"category": r.category, **task.score(r, task.solve(r, policy, 0))} for r in sets.replay]
+    out["replay"] = replay_summary(records)["all"] if records else None
+    near = sets.near_miss
+    records = [{"category": i.category, **near.score(i, near.solve(i, policy, 0))} for i in near.items()]
+    out["near_miss"] = no_call_summary(records)["all"] if records else None
+    return out
+
+
+def plot_probe(rows: Sequence[Mapping[str, Any]], path: str | Path) -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    steps = [r["step"] for r in rows]
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8))
+    for block, label, style in (("call_due", "call due", "-o"), ("no_call_due", "no call due", "--s")):
+        points = [(s, r["first_token"][block]["geomean"]) for s, r in zip(steps, rows)
+                  if (r.get("first_token") or {}).get(block)]  # fmt: skip
+        if points:
+            left.plot([p[0] for p in points], [max(p[1], 1e-300) for p in points], style, label=label)
+    left.set_yscale("log")
+    left.set(xlabel="training step", ylabel="P(call opening), geometric mean", title="first-token probe (held out)")
+    left.legend(fontsize=8)
+    for key, field_, label in (("replay", "valid", "replay: right step (greedy)"),
+                               ("replay", "format_valid", "replay: right form"),
+                               ("near_miss", "no_call", "near-miss: no call (correct)")):  # fmt: skip
+        points = [(s, r[key][field_]) for s, r in zip(steps, rows) if r.get(key)]
+        if points:
+            right.plot([p[0] for p in points], [p[1] for p in points], "-o", label=label)
+    n = rows[-1]
+    right.set(xlabel="training step", ylabel="share", ylim=(-0.02, 1.02),
+              title=f"replay n={(n.get('replay') or {}).get('n')}, near-miss n={(n.get('near_miss') or {}).get('n')}")
+    right.legend(fontsize=8)
+    fig.tight_layout()
+    path = Path(path)
+    with atomic_open(path, "wb") as fh:
+        fig.savefig(fh, format="png", dpi=110)
+    plt.close(fig)
+    return path
+
+
+def live_client(model: Any, tokenizer: Any, name: str = "training") -> Any:
+    """An ``hf`` client over a model being trained (no reload)."""
+    from kate.llm.hf import HFChatModel
+
+    return HFChatModel.from_loaded(model, tokenizer, name=name)
+
+
+class CheckpointProbe(TrainerCallback):
+    """Probes the model at the start (step 0) and after every save; rows in ``<output_dir>/probe.jsonl``."""
+
+    def __init__(self, sets: ProbeSets, output_dir: str | Path, *, max_tokens: int = 96) -> None:
+        self.sets, self.output_dir, self.max_tokens = sets, Path(output_dir), max_tokens
+
+    def _rows(self) -> list[dict[str, Any]]:
+        path = self.output_dir / PROBE_FILE
+        return list(read_jsonl(path)) if path.exists() else []
+
+    def probe(self, model: Any, tokenizer: Any, step: int) -> dict[str, Any]:
+        rows = [r for r in self._rows() if r["step"] != step]
+        was_training = model.training
+        model.eval()
+        try:
+            row = {"step": step, **probe_client(live_client(model, tokenizer), self.sets, max_tokens=self.max_tokens)}
+        finally:
+            if was_training:
+                model.train()
+        rows = sorted([*rows, row], key=lambda r: r["step"])
+        atomic_write_text(self.output_dir / PROBE_FILE, "".join(json.dumps(r) + "\n" for r in rows))
+        plot_probe(rows, self.output_dir / PLOT_FILE)
+        return row
+
+    def on_train_begin(self, args, state, control, model=None, processing_class=None, **kwargs):  # noqa: ANN001
+        if state.is_world_process_zero and not any(r["step"] == state.global_step for r in self._rows()):
+            self.probe(model, processing_class, state.global_step)
+
+    def on_save(self, args, state, control, model=None, processing_class=None, **kwargs):  # noqa: ANN001
+        if state.is_world_process_zero:
+            self.probe(model, processing_class, state.global_step)

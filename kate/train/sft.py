@@ -1,0 +1,78 @@
+"""``kate train sft``: TRL's ``SFTTrainer`` on the SFT part of the step dataset, loss on the
+assistant steps only (pre-tokenized ``input_ids`` + ``completion_mask``, ``completion_only_loss``),
+LoRA or full, resumable (the same command continues from the last checkpoint), probed at every save.
+
+    summary = run_sft(SFTJobConfig(data_dir="train/data/bfcl_steps", output_dir="train/runs/sft"))
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from kate.io import atomic_write_json
+from kate.train.callbacks import MetricsLog, NameBase, last_checkpoint
+from kate.train.config import SFTJobConfig
+from kate.train.data import load_dataset_dir
+from kate.train.examples import sft_examples
+from kate.train.model import finish, load_for_training
+from kate.train.probe import CheckpointProbe, probe_sets
+
+
+def common_args(cfg: Any) -> dict[str, Any]:
+    """TRL/transformers arguments shared by SFT and GRPO, CPU-relevant choices explicit."""
+    return dict(
+        output_dir=cfg.output_dir, max_steps=cfg.max_steps, num_train_epochs=cfg.num_train_epochs,
+        learning_rate=cfg.learning_rate, per_device_train_batch_size=cfg.per_device_train_batch_size,
+        gradient_accumulation_steps=cfg.gradient_accumulation_steps, logging_steps=cfg.logging_steps,
+        save_steps=cfg.save_steps, save_total_limit=cfg.save_total_limit, seed=cfg.seed, bf16=cfg.bf16,
+        gradient_checkpointing=cfg.gradient_checkpointing, use_cpu=cfg.use_cpu, report_to="none",
+        dataloader_num_workers=0, disable_tqdm=False, **dict(cfg.trl_overrides),
+    )  # fmt: skip
+
+
+def probe_callback(cfg: Any, data_dir: str) -> CheckpointProbe | None:
+    if not cfg.probe.enabled:
+        return None
+    held_out, _ = load_dataset_dir(data_dir, part="rl")
+    trained, _ = load_dataset_dir(data_dir, part="sft")
+    short = lambda rows: [r for r in rows if r["prompt_tokens"] <= cfg.max_length]  # noqa: E731
+    sets = probe_sets(short(held_out), short(trained), first_token=cfg.probe.held_out, replay=cfg.probe.replay,
+                      near_miss=cfg.probe.near_miss, seed=cfg.seed)  # fmt: skip
+    return CheckpointProbe(sets, cfg.output_dir, max_tokens=cfg.probe.max_tokens)
+
+
+def set_threads(threads: int | None) -> None:
+    if threads:
+        import torch
+
+        torch.set_num_threads(int(threads))
+
+
+def run_sft(cfg: SFTJobConfig) -> dict[str, Any]:
+    from datasets import Dataset
+    from trl import SFTConfig, SFTTrainer
+
+    set_threads(cfg.threads)
+    rows, manifest = load_dataset_dir(cfg.data_dir, part=cfg.part)
+    model, tokenizer = load_for_training(cfg.model, dtype=cfg.dtype, lora=cfg.lora, init_adapter=cfg.init_adapter)
+    examples, counts = sft_examples(tokenizer, rows, pack=cfg.pack, max_length=cfg.max_length)
+    if not examples:
+        raise ValueError(f"{cfg.data_dir}: no {cfg.part} example fits max_length={cfg.max_length} ({counts})")
+    dataset = Dataset.from_list([{"input_ids": e["input_ids"], "completion_mask": e["completion_mask"]} for e in examples])
+    args = SFTConfig(**common_args(cfg), completion_only_loss=True, max_length=None)
+    callbacks = [MetricsLog(cfg.output_dir), NameBase(cfg.model)]
+    probe = probe_callback(cfg, cfg.data_dir)
+    callbacks += [probe] if probe is not None else []
+    trainer = SFTTrainer(model=model, args=args, train_dataset=dataset, processing_class=tokenizer, callbacks=callbacks)
+    resume = last_checkpoint(cfg.output_dir)
+    started = time.time()
+    result = trainer.train(resume_from_checkpoint=resume)
+    saved = finish(trainer, cfg.output_dir, cfg.model, merge=cfg.merge, gguf_adapter=cfg.gguf_adapter)
+    summary = {"job": "sft", "model": cfg.model, "data_dir": cfg.data_dir, "data_manifest": manifest.get("sha256"),
+               "part": cfg.part, "pack": cfg.pack, "examples": counts, "resumed_from": resume,
+               "global_step": trainer.state.global_step, "train_loss": result.training_loss,
+               "seconds_this_run": round(time.time() - started, 1), "saved": saved}  # fmt: skip
+    atomic_write_json(Path(cfg.output_dir) / "summary.json", summary)
+    return summary

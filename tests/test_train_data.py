@@ -1,0 +1,200 @@
+"""The step dataset on a few BFCL training dialogues and a trajectory file: prompts from kate's own
+loop, the self hit (and its sibling dialogues) excluded, distractors present, no-call steps kept,
+final answers written and labelled, saved and read back with its manifest."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from kate.bfcl.data import load_entries
+from kate.knowledge.trajectory import write_trajectories, trajectory_from_dict
+from kate.llm.fake import FakeChatModel
+from kate.llm.registry import DEFAULT_AGENT_MODEL
+from kate.train.data import MANIFEST, load_dataset_dir
+from kate.train.steps import sibling_ids
+
+TRAJECTORY = {
+    "id": "own_1", "source": "own", "split": "train",
+    "tools": [{"type": "function", "function": {"name": "add", "description": "Add two numbers.",
+               "parameters": {"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}},
+                              "required": ["a", "b"]}}}],
+    "turns": [{"user": "What is 2 plus 3?", "calls": [{"name": "add", "arguments": {"a": 2, "b": 3}}], "results": ["5"]},
+              {"user": "Thanks!", "calls": [], "answer": "You're welcome."}],
+}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    from kate.train.render import load_tokenizer
+
+    return load_tokenizer(DEFAULT_AGENT_MODEL)
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory, tokenizer):
+    from omegaconf import OmegaConf
+
+    from kate.train.build import build_data
+    from kate.train.config import DataConfig
+    from kate.train_cmd import data_knowledge
+
+    tmp = tmp_path_factory.mktemp("steps")
+    traj = tmp / "own.jsonl"
+    write_trajectories(traj, [trajectory_from_dict(TRAJECTORY)])
+    knowledge = data_knowledge({"single_turn": OmegaConf.load("conf/retrieval/single_turn.yaml"),
+                                "multi_turn": OmegaConf.load("conf/retrieval/multi_turn.yaml")})
+    cfg = DataConfig(model=DEFAULT_AGENT_MODEL, categories=["multi_turn_base", "multiple", "irrelevance"], limit=2,
+                     trajectories=[str(traj)], out_dir=str(tmp / "data"))
+    cfg.writer.cache = str(tmp / "answers.jsonl")
+    cfg.distractors.rate = 1.0
+    writer = FakeChatModel(["The task is done."], repeat_last=True, name="fake-writer")
+    manifest = build_data(cfg, writer=writer, knowledge=knowledge, tokenizer=tokenizer, progress=False)
+    return cfg, manifest, writer
+
+
+def test_one_row_per_assistant_step_with_answers_after_each_turn(built):
+    cfg, manifest, _ = built
+    rows, _ = load_dataset_dir(cfg.out_dir)
+    entry = load_entries("multi_turn_base", "train", 1)[0]
+    mine = [r for r in rows if r["source_id"] == entry.id]
+    from kate.bfcl.data import ground_truth_calls
+
+    gt = ground_truth_calls(entry)
+    assert len(mine) == sum(len(t) for t in gt) + len(gt)  # every call, then one answer per turn
+    for t, calls in enumerate(gt):
+        turn = sorted((r for r in mine if r["turn"] == t), key=lambda r: r["index"])
+        assert [r["kind"] for r in turn] == ["call"] * len(calls) + ["answer"]
+        assert [json.loads(r["target_calls"]) for r in turn[:-1]] == [[c.to_dict()] for c in calls]
+        assert turn[-1]["answer_writer"] == "llm:fake-writer" and turn[-1]["target_answer"] == "The task is done."
+    # each step's prompt holds the real results of the earlier calls (executed on BFCL's backends)
+    last = json.loads(sorted(mine, key=lambda r: (r["turn"], r["index"]))[-1]["prompt"])
+    assert any(m["role"] == "tool" for m in last) and last[0]["role"] == "system"
+
+
+def test_no_call_steps_stay_in(built):
+    cfg, _, _ = built
+    rows, _ = load_dataset_dir(cfg.out_dir)
+    irrelevant = [r for r in rows if r["category"] == "irrelevance"]
+    assert irrelevant and all(r["kind"] == "no_call" and r["target_calls"] == "[]" for r in irrelevant)
+    assert all(r["target_answer"] == cfg.no_call_answer for r in irrelevant)
+
+
+def test_no_step_sees_knowledge_made_from_its_own_dialogue_or_siblings(built):
+    cfg, _, _ = built
+    rows, _ = load_dataset_dir(cfg.out_dir)
+    shown = 0
+    for row in rows:
+        own = set(sibling_ids(row["source_id"]))
+        for hit in json.loads(row["hits"]):
+            shown += 1
+            assert hit["id"].split(":", 1)[1].split("#")[0] not in own
+    assert shown > 0
+
+
+def test_distractors_name_functions_the_tools_do_not_offer(built):
+    cfg, manifest, _ = built
+    rows, _ = load_dataset_dir(cfg.out_dir)
+    with_distractor = [r for r in rows if r["has_distractor"]]
+    assert with_distractor and manifest["stats"]["with_distractor"] == len(with_distractor)
+    entries = {e["id"]: e for e in map(json.loads, open("knowledge_bases/bfcl_train/entries.jsonl"))}
+    for row in with_distractor:
+        offered = {t["function"]["name"] for t in json.loads(row["tools"])}
+        foreign = [h for h in json.loads(row["hits"]) if h.get("distractor")]
+        assert foreign
+        for hit in foreign:
+            assert not set(entries[hit["id"]]["tool_names"]) <= offered
+            user = [m for m in json.loads(row["prompt"]) if m["role"] == "user"]
+            assert any(hit["text"] in m["content"] for m in user)  # shown in the prompt
+
+
+def test_trajectory_files_give_steps_with_their_recorded_results_and_answers(built):
+    cfg, _, _ = built
+    rows, _ = load_dataset_dir(cfg.out_dir)
+    own = sorted((r for r in rows if r["source_id"] == "own_1"), key=lambda r: (r["turn"], r["index"]))
+    assert [r["kind"] for r in own] == ["call", "answer", "no_call"]
+    last = json.loads(own[1]["prompt"])[-1]
+    assert (last["role"], last["name"], last["content"]) == ("tool", "add", "5")
+    assert own[2]["target_answer"] == "You're welcome."  # given in the file: not re-written
+
+
+def test_completions_are_the_template_s_own_format_ending_with_end_of_turn(built, tokenizer):
+    cfg, _, _ = built
+    rows, _ = load_dataset_dir(cfg.out_dir)
+    for row in rows:
+        assert row["completion_text"].endswith(tokenizer.eos_token)
+        assert row["prompt_text"].endswith("<|im_start|>assistant\n")
+        if row["kind"] == "call":
+            assert row["completion_text"].startswith("<tool_call>\n")
+
+
+def test_manifest_records_sources_split_and_writer(built):
+    cfg, manifest, writer = built
+    on_disk = json.loads((__import__("pathlib").Path(cfg.out_dir) / MANIFEST).read_text())
+    assert on_disk["sha256"] == manifest["sha256"] and on_disk["stats"]["steps"] == manifest["stats"]["steps"]
+    assert set(manifest["source_data"]) == {"multi_turn_base", "multiple", "irrelevance"}
+    assert manifest["writer"]["labels"] == {"llm:fake-writer": manifest["stats"]["kind"]["answer"]}
+    assert set(manifest["stats"]["part"]) <= {"sft", "rl"} and manifest["knowledge"]["distractors"]["rate"] == 1.0
+    assert len(writer.requests) == manifest["writer"]["asked"]
+
+
+def test_a_rebuild_asks_the_writer_nothing(built, tokenizer):
+    from kate.train.build import build_data
+
+    cfg, manifest, _ = built
+    again = FakeChatModel([], name="fake-writer")  # would raise if asked
+    from dataclasses import replace
+
+    elsewhere = replace(cfg, out_dir=cfg.out_dir + "_again")
+    rebuilt = build_data(elsewhere, writer=again, knowledge=None, tokenizer=tokenizer, progress=False)
+    assert rebuilt["writer"]["asked"] == 0 and rebuilt["writer"]["cached"] == manifest["stats"]["kind"]["answer"]
+
+
+def test_a_missing_or_corrupt_manifest_fails_naming_the_file(tmp_path):
+    with pytest.raises(FileNotFoundError, match=str(tmp_path)):
+        load_dataset_dir(tmp_path)
+    (tmp_path / MANIFEST).write_text("{not json")
+    with pytest.raises(ValueError, match=MANIFEST):
+        load_dataset_dir(tmp_path)
+
+
+def _trainer_labels(tmp_path, examples, tokenizer):
+    """The labels TRL's SFTTrainer builds for pre-tokenized examples (completion_only_loss)."""
+    from datasets import Dataset
+    from trl import SFTConfig, SFTTrainer
+
+    from kate.llm.registry import SMALL_TEST_MODEL
+    from kate.train.model import load_for_training
+
+    model, _ = load_for_training(SMALL_TEST_MODEL)
+    dataset = Dataset.from_list([{"input_ids": e["input_ids"], "completion_mask": e["completion_mask"]} for e in examples])
+    args = SFTConfig(output_dir=str(tmp_path), completion_only_loss=True, max_length=None, report_to="none", max_steps=1, bf16=False)
+    trainer = SFTTrainer(model=model, args=args, train_dataset=dataset, processing_class=tokenizer)
+    return [row["labels"] for row in trainer.train_dataset]
+
+
+def test_the_loss_covers_exactly_the_assistant_steps_calls_and_end_of_turn_included(built, tokenizer, tmp_path):
+    from kate.train.examples import sft_examples
+
+    cfg, _, _ = built
+    rows, _ = load_dataset_dir(cfg.out_dir)
+    rows = list(rows)
+    for pack in ("step", "dialogue"):
+        examples, counts = sft_examples(tokenizer, rows, pack=pack)
+        assert counts["steps"] == len(rows) and counts["too_long"] == 0
+        labels = _trainer_labels(tmp_path / pack, examples, tokenizer)
+        by_source = {}
+        for row in sorted(rows, key=lambda r: (r["turn"], r["index"])):
+            by_source.setdefault(row["source_id"], []).append(row["completion_text"])
+        seen = {}
+        for example, label in zip(examples, labels):
+            trained = [t for t, l in zip(example["input_ids"], label) if l != -100]
+            assert [t for t, l in zip(example["input_ids"], label) if l != -100] == [
+                t for t, m in zip(example["input_ids"], example["completion_mask"]) if m]
+            seen.setdefault(example["source_id"], []).append(tokenizer.decode(trained))
+        for source_id, completions in by_source.items():
+            assert "".join(seen[source_id]) == "".join(completions)  # every step's tokens, nothing else
+            assert all(c.endswith(tokenizer.eos_token) for c in completions)
+        if pack == "dialogue":
+            assert counts["packed_dialogues"] >= 2 and counts["examples"] < len(rows)
