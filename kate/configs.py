@@ -161,7 +161,18 @@ class DiagnosticName(Enum):
     pcall = "pcall"
     plan = "plan"
     gate = "gate"
+    replay = "replay"
+    near_miss = "near_miss"
+    first_token = "first_token"
+    trajectory = "trajectory"
+    keyword = "keyword"
+    toolsense = "toolsense"
     all = "all"
+
+
+class ReplaySource(Enum):
+    bfcl = "bfcl"
+    dataset = "dataset"
 
 
 class DiagnosticSet(Enum):
@@ -259,11 +270,89 @@ class GateFields:
 
 
 @dataclass
+class ReplayFields:
+    source: ReplaySource = help_field("bfcl (single-turn entries with ground truth) | dataset (a JSONL of rows)",
+                                      ReplaySource.bfcl)
+    categories: List[str] = help_field("BFCL categories with ground-truth calls",
+                                       factory=lambda: ["simple_python", "multiple", "parallel", "parallel_multiple"])
+    split: Split = help_field("test (KATE's odd half) | train | all", Split.test)
+    limit: Optional[int] = help_field("entries per category (bfcl) or rows drawn (dataset); null: all", None)
+    path: Optional[str] = help_field("source=dataset: the JSONL (kate/diagnose/replay.py says its formats)", None)
+
+
+@dataclass
+class NearMissFields:
+    categories: List[str] = help_field("BFCL categories whose tool sets the templates use",
+                                       factory=lambda: ["simple_python", "multiple"])
+    split: Split = help_field("test | train | all", Split.test)
+    limit: Optional[int] = help_field("tool sets per category; null: all", None)
+    per_set: int = help_field("generated prompts per tool set", 1)
+    irrelevance: List[str] = help_field("BFCL's own no-call categories added ([] for none)",
+                                        factory=lambda: ["irrelevance", "live_irrelevance"])
+    irrelevance_limit: Optional[int] = help_field("entries per irrelevance category; null: all", None)
+
+
+@dataclass
+class FirstTokenFields:
+    openings: List[str] = help_field("call openings whose first-token mass is measured",
+                                     factory=lambda: ["<tool_call>", "```", '{"'])
+    batch_size: int = help_field("prompts per forward pass", 4)
+    limit: Optional[int] = help_field("probe prompts of each of replay and near-miss; null: all", None)
+
+
+@dataclass
+class TrajectoryFields:
+    folder: Optional[str] = help_field("a folder of checkpoints (checkpoint-<step>/ or HF model folders); "
+                                       "null: the rung is skipped", None)
+    probe_set: Optional[str] = help_field("a saved probe set JSONL; null: <out_dir>/first_token/probe_set.jsonl", None)
+    device: str = help_field("where each checkpoint loads", "auto")
+    dtype: str = help_field("its dtype", "float32")
+    batch_size: int = help_field("prompts per forward pass", 4)
+
+
+@dataclass
+class KeywordFields:
+    run: Optional[str] = help_field("a BFCL eval run folder (records.jsonl) to compare too; null: only the "
+                                    "replay and near-miss records of out_dir", None)
+
+
+@dataclass
+class ToolSenseFields:
+    catalogue: str = help_field("bfcl (BFCL's functions) or a JSONL of {name, description} / a JSON OpenAI tool list",
+                                "bfcl")
+    bfcl_categories: List[str] = help_field("catalogue=bfcl: the categories whose functions are taken",
+                                            factory=lambda: ["simple_python", "simple_java", "simple_javascript",
+                                                             "multiple", "parallel", "parallel_multiple", "irrelevance",
+                                                             "live_simple", "live_multiple", "live_parallel",
+                                                             "live_parallel_multiple", "live_irrelevance",
+                                                             "live_relevance"])
+    catalogue_limit: Optional[int] = help_field("the first n tools of the catalogue; null: all", None)
+    embedder: Any = help_field("the embedder of the index (kate.knowledge.embedder.Embedder's keys)", None)
+    writer: Any = help_field("the client that writes the probes; null: llm", None)
+    judge: Any = help_field("the client that judges the queries; null: the writer", None)
+    cache: Optional[str] = help_field("the writer's answers by content hash; null: <out_dir>/toolsense/llm_cache.jsonl",
+                                      None)
+    queries_per_tier: int = help_field("queries kept per ambiguity tier (1, 2-3, 4+ tools)", 100)
+    mcq: int = help_field("MCQ probes kept", 300)
+    qa: int = help_field("yes/no QA probes kept (balanced)", 300)
+    max_seeds: Optional[int] = help_field("seed tools tried at most; null: every name of the catalogue", None)
+    attempts: int = help_field("writer attempts per probe (the next seed after a rejected answer)", 3)
+    judge_mcq: bool = help_field("the judge must name exactly the correct option of an MCQ for it to be kept", True)
+    temperature: float = help_field("the writer's temperature", 0.7)
+    max_tokens: int = help_field("the writer's token limit", 256)
+    show_pool: bool = help_field("selection prompts list the pool's names and descriptions (false: names "
+                                 "from the model's own knowledge)", True)
+    ks: List[int] = help_field("k of recall@k and NDCG@k", factory=lambda: [1, 3, 5])
+
+
+@dataclass
 class DiagnoseConfig:
     llm: Any = help_field("the model client that acts (conf/llm/); the gate needs one that takes prefill (llamacpp)")
     hf: Any = help_field("the hf client hidden states and logits come from (conf/llm/hf.yaml's keys); null: none", None)
-    name: DiagnosticName = help_field("necessity | breakdown | probes | pcall | plan | gate | all (+ report)",
+    name: DiagnosticName = help_field("necessity | breakdown | probes | pcall | plan | gate | replay | near_miss | "
+                                      "first_token | trajectory | keyword | toolsense | all (+ report)",
                                       DiagnosticName.all)
+    skip: List[DiagnosticName] = help_field("diagnostics name=all leaves out", factory=list)
     set: DiagnosticSet = help_field("arithmetic | bfcl | user", DiagnosticSet.arithmetic)
     arithmetic: ArithmeticSetConfig = help_field("the generated arithmetic set", factory=ArithmeticSetConfig)
     bfcl: BfclSetConfig = help_field("BFCL's relevance / irrelevance entries", factory=BfclSetConfig)
@@ -276,6 +365,13 @@ class DiagnoseConfig:
     pcall: PcallFields = help_field("P(call) at the decision point", factory=PcallFields)
     plan: PlanFields = help_field("plan vs execute", factory=PlanFields)
     gate: GateFields = help_field("the probe-triggered gate and its tau sweep", factory=GateFields)
+    replay: ReplayFields = help_field("verbatim replay of rows with a known answer", factory=ReplayFields)
+    near_miss: NearMissFields = help_field("near-miss negatives (tool words, no call needed)", factory=NearMissFields)
+    first_token: FirstTokenFields = help_field("the first-token probe over replay + near-miss", factory=FirstTokenFields)
+    trajectory: TrajectoryFields = help_field("the first-token probe over a folder of checkpoints",
+                                              factory=TrajectoryFields)
+    keyword: KeywordFields = help_field("strict vs keyword scoring on stored records", factory=KeywordFields)
+    toolsense: ToolSenseFields = help_field("ToolSense's tool-knowledge probes", factory=ToolSenseFields)
     seed: int = help_field("sampling seed", 0)
     workers: int = help_field("items in parallel (a local engine decodes them together)", 1)
     progress: bool = help_field("progress bars", True)

@@ -19,6 +19,7 @@ from kate.diagnose_cmd import run_diagnose
 from kate.llm.base import completion_from_text
 
 REQUESTS: list[dict] = []
+LADDER = "skip=[replay,near_miss,first_token,trajectory,keyword,toolsense]"  # Diagnostics II: tests of their own
 
 
 class ScriptedArithmetic:
@@ -85,7 +86,7 @@ def test_every_diagnostic_end_to_end_on_a_scripted_model(tmp_path):
     beliefs = tmp_path / "beliefs.json"
     beliefs.write_text(json.dumps({item.id: b for item, b in zip(items, (0.1, 0.9, 0.4, 0.6, 0.2, 0.8))}))
     overrides = ["llm=fake", "llm._target_=tests.test_diagnose_cmd.ScriptedArithmetic", "~llm.script",
-                 "~llm.repeat_last", "hf=null", "arithmetic.n=6",
+                 "~llm.repeat_last", "hf=null", "arithmetic.n=6", LADDER,
                  "necessity.samples=2", "necessity.report_r=[2,1]", "necessity.cache_dir=null", "progress=false",
                  f"gate.beliefs={beliefs}", "gate.taus=[0.0,0.5,1.0]", f"out_dir={tmp_path / 'out'}"]  # fmt: skip
     REQUESTS.clear()
@@ -148,7 +149,7 @@ class TinyHF:
 
 def test_probes_pcall_and_the_gate_from_the_hidden_state_pass(tmp_path):
     overrides = ["llm=fake", "llm._target_=tests.test_diagnose_cmd.ScriptedArithmetic", "~llm.script",
-                 "~llm.repeat_last", "hf._target_=tests.test_diagnose_cmd.TinyHF", "hf.model=tiny",
+                 "~llm.repeat_last", "hf._target_=tests.test_diagnose_cmd.TinyHF", "hf.model=tiny", LADDER,
                  "arithmetic.n=20", "necessity.samples=2", "necessity.report_r=[2]",
                  "necessity.cache_dir=null", "progress=false", "probes.k=3", "probes.epochs=5",
                  "gate.taus=[0.5]", "gate.mode=hard", f"out_dir={tmp_path}"]  # fmt: skip
@@ -171,3 +172,29 @@ def test_probes_pcall_and_the_gate_from_the_hidden_state_pass(tmp_path):
     assert (tmp_path / "probes" / "probe.npz").exists()
     for png in ("mcc.png", "cosine.png", "alluvial.png", "belief_vs_pcall.png", "gate_hard.png"):
         assert (tmp_path / png).exists(), png
+
+
+def test_the_ladder_rungs_end_to_end_on_a_talking_model(tmp_path):
+    """Replay, near-miss, the first-token probe (a tiny random Llama), strict vs keyword; the
+    trajectory skipped in name=all without a folder, an error when named alone; the report's sections."""
+    overrides = ["llm=fake", "llm._target_=kate.diagnose.vectrayx.talker_model", "~llm.script", "~llm.repeat_last",
+                 "hf._target_=tests.test_diagnose_cmd.TinyHF", "hf.model=tiny", "progress=false",
+                 "skip=[necessity,breakdown,probes,pcall,plan,gate,toolsense]", "replay.limit=2", "near_miss.limit=2",
+                 "near_miss.irrelevance_limit=2", "first_token.limit=3", f"out_dir={tmp_path}"]  # fmt: skip
+    out = run_diagnose(_compose(overrides))
+    assert out["replay"]["all"]["n"] == 8 and out["replay"]["all"]["valid"] == 0 and out["replay"]["all"]["keyword"] == 1
+    assert out["near_miss"]["all"] == {"n": 8, "no_call": 1.0, "called": 0.0, "attempted": 0.0,
+                                       "keyword": out["near_miss"]["all"]["keyword"]}  # fmt: skip
+    keyword = out["keyword"]
+    assert keyword["replay"]["all"]["keyword_only"] == 8 and len(keyword["replay"]["disagreements"]) == 8
+    assert keyword["near_miss"]["all"]["n"] == 8
+    assert out["first_token"]["summary"]["call_due"]["n"] == 3 and out["first_token"]["summary"]["no_call_due"]["n"] == 3
+    assert out["first_token"]["agreement"]["n"] == 6 and out["trajectory"] is None
+    report = (tmp_path / "report.md").read_text()
+    for section in ("## Verbatim replay", "## Near-miss negatives", "## Strict vs keyword scoring",
+                    "## First-token probe", "## Checkpoint trajectory", "## Tool knowledge (ToolSense probes)"):  # fmt: skip
+        assert section in report, section
+    with pytest.raises(ValueError, match="trajectory.folder"):
+        run_diagnose(_compose([*overrides, "name=trajectory"]))
+    with pytest.raises(ValueError, match="hf client"):
+        run_diagnose(_compose([*overrides, "name=first_token", "hf=null"]))

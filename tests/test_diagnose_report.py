@@ -91,3 +91,18 @@ def test_the_alluvial_counts_the_four_flows(tmp_path):
         ]
     ]
     assert plot_alluvial(rows, tmp_path / "a.png", "flows") == "a.png" and (tmp_path / "a.png").stat().st_size > 1000
+
+
+def test_the_checkpoint_trajectory_section_shows_its_table_and_log_scale_png(tmp_path):
+    from kate.diagnose.first_token import PLOT_FILE, TRAJECTORY_FILE, plot_trajectory
+
+    block = lambda p: {"n": 2, "mean": p, "geomean": p, "median": p, "min": p / 2, "calls": 0.5}  # noqa: E731
+    rows = [{"checkpoint": f"checkpoint-{s}", "step": s, "summary": {"call_due": block(p), "no_call_due": block(p / 10)}}
+            for s, p in ((10, 0.5), (20, 0.004))]  # fmt: skip
+    folder = tmp_path / "trajectory"
+    folder.mkdir()
+    (folder / TRAJECTORY_FILE).write_text("".join(json.dumps(r) + "\n" for r in rows))
+    plot_trajectory(rows, folder / PLOT_FILE)
+    report = write_report(tmp_path).read_text()
+    assert "| checkpoint-20 | 20 | 0.004 | 0.002 | 0.0004 |" in report
+    assert f"![trajectory](trajectory/{PLOT_FILE})" in report and "## Verbatim replay\n\nNot run." in report
