@@ -1,5 +1,6 @@
-"""transformers backend: local, CPU or GPU. Loads a HF folder, a GGUF file, a known kate model, or a
-hub id (only when the user configures one and allows the hub; kate's defaults never do).
+"""transformers backend: local, CPU or GPU. Loads a HF folder, a GGUF file, a known kate model, a
+PEFT LoRA adapter folder (over the base its config names, see kate.llm.lora), or a hub id (only when
+the user configures one and allows the hub; kate's defaults never do).
 
 Besides chat, it exposes what the diagnostics need: next-token logits and per-layer hidden states.
 """
@@ -22,6 +23,7 @@ from kate.llm.base import (
     completion_from_text,
 )
 from kate.llm.chat_template import render_chat
+from kate.llm.lora import adapter_config, adapter_sha256, is_adapter
 from kate.llm.registry import MODELS, model_path
 
 
@@ -46,7 +48,11 @@ def _resolve(model: str) -> tuple[str, dict[str, Any]]:
 
 
 class HFChatModel:
-    """Chat through ``transformers``; ``n`` samples of one prompt decode together in one batch."""
+    """Chat through ``transformers``; ``n`` samples of one prompt decode together in one batch.
+
+    ``model`` may be a PEFT adapter folder: its base (``base_model_name_or_path``) is loaded and the
+    adapter applied (``peft.PeftModel``), or merged into the weights with ``merge=True``.
+    """
 
     def __init__(
         self,
@@ -57,23 +63,39 @@ class HFChatModel:
         dtype: str = "float32",
         allow_hub: bool = False,
         formats: tuple[str, ...] = ("hermes", "json"),
+        merge: bool = False,
     ) -> None:
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
-        source, extra = _resolve(model)
+        adapter = Path(model).expanduser() if is_adapter(model) else None
+        base = adapter_config(adapter)["base_model_name_or_path"] if adapter else model
+        source, extra = _resolve(base)
         if not allow_hub and not Path(source).exists():
             raise FileNotFoundError(
-                f"hf model {model!r} is neither a known kate model nor a local path; a hub id needs "
+                f"hf model {base!r} is neither a known kate model nor a local path; a hub id needs "
                 "allow_hub=true (and network access)"
             )
         kwargs = {**extra, "local_files_only": not allow_hub}
-        self.tokenizer = AutoTokenizer.from_pretrained(source, **kwargs)
+        if adapter is not None and (adapter / "tokenizer_config.json").is_file():
+            self.tokenizer = AutoTokenizer.from_pretrained(adapter, local_files_only=True)
+        else:
+            self.tokenizer = AutoTokenizer.from_pretrained(source, **kwargs)
         self.model = AutoModelForCausalLM.from_pretrained(source, dtype=getattr(torch, dtype), **kwargs)
+        self.lora: dict[str, object] | None = None
+        if adapter is not None:
+            from peft import PeftModel
+
+            digest = adapter_sha256(adapter)
+            self.model = PeftModel.from_pretrained(self.model, adapter, is_trainable=False)
+            if merge:
+                self.model = self.model.merge_and_unload()
+            self.lora = {"lora": str(adapter.resolve()), "lora_sha256": digest, "lora_base": base, "lora_merged": merge}
         if device == "auto":
             device = "cuda" if torch.cuda.is_available() else "cpu"
         self.model.to(device).eval()
         self.device = device
-        self.name = name or Path(model).name
+        suffix = f"+lora-{str(self.lora['lora_sha256'])[:12]}" if self.lora else ""  # a retrained adapter: a new name
+        self.name = name or f"{Path(model).name}{suffix}"
         self.formats = tuple(formats)
         if self.tokenizer.pad_token_id is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
@@ -83,7 +105,8 @@ class HFChatModel:
         import transformers
 
         return {"engine": "transformers", "version": transformers.__version__, "torch": torch.__version__,
-                "device": self.device, "dtype": str(self.model.dtype), "torch_threads": torch.get_num_threads()}  # fmt: skip
+                "device": self.device, "dtype": str(self.model.dtype), "torch_threads": torch.get_num_threads(),
+                **(self.lora or {})}  # fmt: skip
 
     def render(self, messages: list[Message], tools: list[ToolSchema] | None = None) -> str:
         template = self.tokenizer.chat_template

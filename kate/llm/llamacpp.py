@@ -7,6 +7,9 @@ The prompt's cells also stay cached between calls, so an agent loop whose histor
 prefills only the new tokens of each step. Concurrent ``chat`` calls from several threads share the
 context: their sequences decode together, a token each per batch (kate.llm.llamacpp_batch); a
 request alone runs exactly the batches it ran before there was a scheduler.
+
+``lora`` applies a LoRA adapter to the context at run time, over the quantized base: a llama.cpp
+adapter .gguf, or a PEFT adapter folder converted once into ``<folder>/adapter.gguf`` (kate.llm.lora).
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from kate.llm.base import (
 )  # fmt: skip
 from kate.llm.chat_template import render_chat
 from kate.llm.llamacpp_batch import BatchScheduler, Entry, Request, SamplingParams, Sequence
-from kate.llm.registry import MODELS, model_path
+from kate.llm.registry import MODELS, model_path, sha256_of
 
 
 def resolve_gguf(model: str) -> Path:
@@ -37,7 +40,8 @@ def resolve_gguf(model: str) -> Path:
 
 class LlamaCppChatModel:
     """Chat with a GGUF model through llama.cpp; ``n`` samples share one prefill, and concurrent
-    calls decode together (kate.llm.llamacpp_batch)."""
+    calls decode together (kate.llm.llamacpp_batch). ``lora``: an adapter applied at ``lora_scale``;
+    its path and sha256 are in ``runtime()`` and its short hash in the default ``name``."""
 
     options = ("top_p", "top_logprobs", "prefill")  # the extra chat() keywords it takes (base.supports)
 
@@ -56,6 +60,8 @@ class LlamaCppChatModel:
         chat_template: str | None = None,
         formats: tuple[str, ...] = ("hermes", "json"),
         verbose: bool = False,
+        lora: str | None = None,
+        lora_scale: float = 1.0,
     ) -> None:
         import llama_cpp
         from llama_cpp import _internals as internals
@@ -65,7 +71,18 @@ class LlamaCppChatModel:
 
         self._llama_cpp = llama_cpp
         self.path = resolve_gguf(model)
+        self.lora_path: Path | None = None
+        self.lora_sha256: str | None = None
+        self.lora_scale = float(lora_scale)
+        if lora:
+            from kate.llm.lora import llama_adapter
+
+            self.lora_path = llama_adapter(lora, base=self.path).resolve()
+            self.lora_sha256 = sha256_of(self.lora_path)
         self.name = name or (model if model in MODELS else self.path.stem)
+        if self.lora_sha256 and name is None:
+            scale = f"@{self.lora_scale:g}" if self.lora_scale != 1 else ""
+            self.name = f"{self.name}+lora-{self.lora_sha256[:12]}{scale}"  # model_identity tells them apart
         self.formats = tuple(formats)
         self.max_parallel = max_parallel
         llama_cpp.llama_backend_init()
@@ -92,6 +109,8 @@ class LlamaCppChatModel:
         ctx_params.n_threads = threads
         ctx_params.n_threads_batch = threads_batch
         self._ctx = internals.LlamaContext(model=self._model, params=ctx_params, verbose=verbose)
+        if self.lora_path is not None:
+            self._apply_lora()
         self._batch = internals.LlamaBatch(n_tokens=ctx_params.n_batch, embd=0, n_seq_max=max_parallel, verbose=verbose)
         self.n_ctx = self._ctx.n_ctx()
         self.n_batch = ctx_params.n_batch
@@ -120,7 +139,20 @@ class LlamaCppChatModel:
             "cpu_count": os.cpu_count(),
             "n_ctx": self.n_ctx, "n_batch": self.n_batch, "max_parallel": self.max_parallel,
             "min_prefill_tokens": self.scheduler.min_prefill_tokens,
+            **({"lora": str(self.lora_path), "lora_sha256": self.lora_sha256, "lora_scale": self.lora_scale}
+               if self.lora_path is not None else {}),
         }  # fmt: skip
+
+    def _apply_lora(self) -> None:
+        """Load the adapter onto the model (llama.cpp frees it with the model) and set it on the context."""
+        llama_cpp = self._llama_cpp
+        adapter = llama_cpp.llama_adapter_lora_init(self._model.model, str(self.lora_path).encode("utf-8"))
+        if not adapter:
+            raise ValueError(f"{self.lora_path}: llama.cpp could not load this LoRA adapter for {self.path.name}")
+        adapters = (llama_cpp.llama_adapter_lora_p_ctypes * 1)(adapter)
+        scales = (ctypes.c_float * 1)(self.lora_scale)
+        if llama_cpp.llama_set_adapters_lora(self._ctx.ctx, adapters, 1, scales):
+            raise RuntimeError(f"{self.lora_path}: llama.cpp could not set the LoRA adapter on the context")
 
     # ----------------------------------------------------------------------------- prompt
     def render(self, messages: list[Message], tools: list[ToolSchema] | None = None) -> str:
