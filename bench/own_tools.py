@@ -51,11 +51,11 @@ def compose_arm(arm: str) -> dict:
         return plain(compose("eval", overrides=[f"sampling={ARMS[arm]}", f"name={arm}", *OVERRIDES]))
 
 
-def run(arm: str, model) -> float:
+def run(arm: str, model, limit: int | None = None) -> float:
     c = compose_arm(arm)
     settings = loop_settings(c)
     policy = build_policy(model, c["sampling"], None, settings)
-    task = OwnToolsTask(split=SPLIT)
+    task = OwnToolsTask(split=SPLIT, limit=limit)
     start = time.perf_counter()
     run_arm(arm, task, policy, RUNS / arm, seeds=[0], config=arm_config(c["llm"], c["sampling"], None, settings))
     return round(time.perf_counter() - start, 1)
@@ -82,6 +82,7 @@ def report(seconds: dict[str, float]) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--arms", default="direct", help="comma-separated: " + ", ".join(ARMS))
+    parser.add_argument("--limit", type=int, default=None, help="the first N train questions (default: all 32)")
     parser.add_argument("--report-only", action="store_true")
     args = parser.parse_args()
     seconds: dict[str, float] = {}
@@ -92,7 +93,7 @@ def main() -> None:
             raise SystemExit(f"unknown arm(s) {unknown}; arms: {', '.join(ARMS)}")
         model = instantiate(compose_arm(arms[0])["llm"])
         for arm in arms:
-            seconds[arm] = run(arm, model)
+            seconds[arm] = run(arm, model, args.limit)
     out = report(seconds)
     for arm, row in out["arms"].items():
         print(f"{arm}: n={row['n']} call_ok={row.get('call_ok_share')} answer_ok={row.get('answer_ok_share')} "

@@ -224,8 +224,9 @@ def task_for_records(records: Sequence[Mapping[str, Any]]) -> OwnToolsTask:
 
 
 def summarize(records: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Per split of the records (and ``all``): n, right-call / right-answer / both shares, turn-end
-    counts, and per question kind the same shares."""
+    """Per split of the records (and ``all``): n, right-call / right-answer / both shares (and
+    ``calls_covered``: the expected calls among those made, extras allowed), turn-end counts, and
+    per question kind the same shares."""
     items = {it.id: it for it in all_items()}
     groups: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
     for record in records:
@@ -235,7 +236,7 @@ def summarize(records: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]
     def shares(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         n = len(rows)
         return {"n": n, **{f"{k}_share": round(sum(bool(r.get(k)) for r in rows) / max(n, 1), 4)
-                           for k in ("call_ok", "answer_ok", "valid")}}  # fmt: skip
+                           for k in ("call_ok", "calls_covered", "answer_ok", "valid")}}  # fmt: skip
 
     out = {}
     for split, rows in sorted(groups.items()):
