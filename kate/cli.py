@@ -11,7 +11,7 @@ import hydra
 from omegaconf import DictConfig
 
 import kate.configs  # noqa: F401  (registers every job's typed schema with Hydra's ConfigStore)
-from kate.train.config import register as register_train_schemas
+from kate.train.config import JOBS, register as register_train_schemas
 
 _PACKAGED = Path(__file__).parent / "_conf"
 CONF_DIR = _PACKAGED if _PACKAGED.is_dir() else Path(__file__).resolve().parents[1] / "conf"
@@ -71,8 +71,6 @@ def main(argv: list[str] | None = None) -> None:
         rest = _models_overrides(rest)
     config_name, target, _ = SUBCOMMANDS[sub]
     if sub == "train":
-        from kate.train_cmd import JOBS
-
         if not rest or rest[0] not in JOBS:
             print(f"usage: kate train {{{'|'.join(JOBS)}}} [hydra overrides ...]")
             raise SystemExit(2)

@@ -13,8 +13,6 @@ from kate.retrieval.config import RetrievalConfig
 from kate.retrieval.knowledge import make_knowledge
 from kate.train.config import DataConfig, GRPOJobConfig, SFTJobConfig
 
-JOBS = ("data", "sft", "grpo")
-
 
 def typed(cfg: DictConfig | Any, schema: type) -> Any:
     """The config as its dataclass (Hydra nodes with ``_target_`` kept as plain dicts)."""

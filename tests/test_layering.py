@@ -29,6 +29,7 @@ RANKS: dict[str, int] = {
     "kate.diagnose": 7,
     "kate.eval": 8,
     "kate.serve": 8,  # kate serve and the client wrapper: thin shells around the policy
+    "kate.train": 8,  # training data from the tasks, TRL trainers, the checkpoint probe (kate.diagnose)
     "kate.cli": 9,
     "kate.demo": 9,
     "kate.models_cmd": 9,

@@ -46,7 +46,7 @@ def built(tmp_path_factory, tokenizer):
     knowledge = data_knowledge({"single_turn": OmegaConf.load("conf/retrieval/single_turn.yaml"),
                                 "multi_turn": OmegaConf.load("conf/retrieval/multi_turn.yaml")})
     cfg = DataConfig(model=DEFAULT_AGENT_MODEL, categories=["multi_turn_base", "multiple", "irrelevance"], limit=2,
-                     trajectories=[str(traj)], out_dir=str(tmp / "data"))
+                     trajectories=[str(traj)], own_tools_split="train", out_dir=str(tmp / "data"))
     cfg.writer.cache = str(tmp / "answers.jsonl")
     cfg.distractors.rate = 1.0
     writer = FakeChatModel(["The task is done."], repeat_last=True, name="fake-writer")
@@ -119,6 +119,31 @@ def test_trajectory_files_give_steps_with_their_recorded_results_and_answers(bui
     assert own[2]["target_answer"] == "You're welcome."  # given in the file: not re-written
 
 
+def test_the_own_tools_training_half_is_solved_by_its_own_task(built):
+    from kate.tasks.own_tools import load_items
+
+    cfg, manifest, _ = built
+    rows, _ = load_dataset_dir(cfg.out_dir)
+    own = [r for r in rows if r["category"] == "own_tools"]
+    train = {i.id for i in load_items("train")}
+    assert {r["source_id"] for r in own} == train  # the train half only, every question
+    two = next(i for i in load_items("train") if i.kind == "two_calls")
+    steps = sorted((r for r in own if r["source_id"] == two.id), key=lambda r: r["index"])
+    assert [r["kind"] for r in steps] == ["call", "call", "answer"]
+    results = [m for m in json.loads(steps[-1]["prompt"]) if m["role"] == "tool"]
+    assert len(results) == 2 and all(m["content"] and not m["content"].startswith("Error") for m in results)
+    assert manifest["own_tools"]["split"] == "train"
+
+
+def test_the_own_tools_test_half_is_refused(tmp_path):
+    from kate.train.build import build_data
+    from kate.train.config import DataConfig
+
+    cfg = DataConfig(model=DEFAULT_AGENT_MODEL, categories=[], own_tools_split="test", out_dir=str(tmp_path))
+    with pytest.raises(ValueError, match="train half"):
+        build_data(cfg, writer=FakeChatModel([]), knowledge=None, tokenizer=object())
+
+
 def test_completions_are_the_template_s_own_format_ending_with_end_of_turn(built, tokenizer):
     cfg, _, _ = built
     rows, _ = load_dataset_dir(cfg.out_dir)
@@ -134,7 +159,8 @@ def test_manifest_records_sources_split_and_writer(built):
     on_disk = json.loads((__import__("pathlib").Path(cfg.out_dir) / MANIFEST).read_text())
     assert on_disk["sha256"] == manifest["sha256"] and on_disk["stats"]["steps"] == manifest["stats"]["steps"]
     assert set(manifest["source_data"]) == {"multi_turn_base", "multiple", "irrelevance"}
-    assert manifest["writer"]["labels"] == {"llm:fake-writer": manifest["stats"]["kind"]["answer"]}
+    assert manifest["writer"]["labels"] == manifest["stats"]["answer_writer"] == {"llm:fake-writer": len(
+        [r for r in load_dataset_dir(cfg.out_dir)[0] if r["answer_writer"]])}
     assert set(manifest["stats"]["part"]) <= {"sft", "rl"} and manifest["knowledge"]["distractors"]["rate"] == 1.0
     assert len(writer.requests) == manifest["writer"]["asked"]
 
@@ -148,7 +174,7 @@ def test_a_rebuild_asks_the_writer_nothing(built, tokenizer):
 
     elsewhere = replace(cfg, out_dir=cfg.out_dir + "_again")
     rebuilt = build_data(elsewhere, writer=again, knowledge=None, tokenizer=tokenizer, progress=False)
-    assert rebuilt["writer"]["asked"] == 0 and rebuilt["writer"]["cached"] == manifest["stats"]["kind"]["answer"]
+    assert rebuilt["writer"]["asked"] == 0 and rebuilt["writer"]["cached"] == sum(manifest["writer"]["labels"].values())
 
 
 def test_a_missing_or_corrupt_manifest_fails_naming_the_file(tmp_path):

@@ -100,6 +100,19 @@ class HFChatModel:
         if self.tokenizer.pad_token_id is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
 
+    @classmethod
+    def from_loaded(cls, model: Any, tokenizer: Any, *, name: str = "loaded",
+                    formats: tuple[str, ...] = ("hermes", "json")) -> "HFChatModel":
+        """A client over a model already in memory (e.g. one being trained), without reloading it;
+        the caller owns the model's train/eval mode."""
+        client = cls.__new__(cls)
+        client.model, client.tokenizer, client.lora = model, tokenizer, None
+        client.device = str(next(model.parameters()).device)
+        client.name, client.formats = name, tuple(formats)
+        if client.tokenizer.pad_token_id is None:
+            client.tokenizer.pad_token = client.tokenizer.eos_token
+        return client
+
     def runtime(self) -> dict[str, object]:
         """What decides this client's numerics here: library versions, device, dtype, torch threads."""
         import transformers

@@ -9,7 +9,7 @@ import platform
 from pathlib import Path
 from typing import Any
 
-from kate.llm.registry import MODELS, sha256_of
+from kate.llm.registry import MODELS, cache_dir, sha256_of
 
 
 def model_identity(model: Any) -> dict[str, Any]:
@@ -18,8 +18,16 @@ def model_identity(model: Any) -> dict[str, Any]:
     identity: dict[str, Any] = {"name": model.name, "backend": type(model).__name__}
     path = getattr(model, "path", None)
     if path is not None:
-        spec = MODELS.get(model.name)
+        in_cache = Path(path).parent == cache_dir()  # kate's verified copy of a pinned model
+        spec = next((s for s in MODELS.values() if in_cache and s.kind == "gguf" and Path(path).name == s.filename), None)
+        spec = MODELS.get(model.name) or spec
         identity["sha256"] = spec.sha256 if spec is not None else sha256_of(Path(path))
+    lora = getattr(model, "lora_sha256", None)
+    if lora is None and isinstance(getattr(model, "lora", None), dict):  # the hf client's adapter record
+        lora = model.lora.get("lora_sha256")
+    if lora:  # a LoRA adapter on the base: another model, whatever the client is named
+        identity["lora_sha256"] = lora
+        identity["lora_scale"] = getattr(model, "lora_scale", 1.0)
     return identity
 
 

@@ -23,6 +23,8 @@ from kate.knowledge.llm_cache import LLMCache
 from kate.knowledge.trajectory import read_trajectories
 from kate.llm.base import ChatModel
 from kate.llm.identity import model_identity
+from kate.tasks.own_tools import content_sha256 as own_tools_sha256
+from kate.tasks.own_tools import load_items
 from kate.train.answers import AnswerWriter
 from kate.train.config import DataConfig
 from kate.train.data import build_rows, save_dataset, stats
@@ -46,6 +48,8 @@ def training_knowledge(knowledge: Any, cfg: DataConfig) -> Knowledge | None:
 def build_data(cfg: DataConfig, *, writer: ChatModel, knowledge: Knowledge | None,
                tokenizer: Any = None, progress: bool = True) -> dict[str, Any]:
     """Build and save the dataset; returns its manifest (with ``stats``)."""
+    if cfg.own_tools_split not in (None, "train"):
+        raise ValueError(f"own_tools_split={cfg.own_tools_split!r}: training reads only the own-tools task's train half")
     tokenizer = tokenizer if tokenizer is not None else load_tokenizer(cfg.model)
     renderer = StepRenderer(tokenizer)
     cache = LLMCache(cfg.writer.cache)
@@ -55,8 +59,9 @@ def build_data(cfg: DataConfig, *, writer: ChatModel, knowledge: Knowledge | Non
     categories = [c for c in cfg.categories if c not in NO_GROUND_TRUTH]
     entries = [e for c in categories for e in load_entries(c, "train", cfg.limit)]
     trajectories = [t for path in cfg.trajectories for t in read_trajectories(path)]
+    own = load_items(cfg.own_tools_split) if cfg.own_tools_split else []
     rows, skipped = build_rows(builder, entries, trajectories, renderer, rl_share=cfg.rl_share, seed=cfg.seed,
-                               progress=progress)  # fmt: skip
+                               own_tools=own, progress=progress)  # fmt: skip
     if not rows:
         raise ValueError("no training step was built (every item skipped?): " + "; ".join(s.reason for s in skipped[:3]))
     describe = getattr(shown, "describe", None)
@@ -67,6 +72,7 @@ def build_data(cfg: DataConfig, *, writer: ChatModel, knowledge: Knowledge | Non
         "bfcl_eval": BFCL_VERSION, "split": "train (KATE's even indices)", "limit": cfg.limit,
         "source_data": {c: data_sha256((c,)) for c in categories},
         "trajectories": {p: _sha256_file(p) for p in cfg.trajectories},
+        "own_tools": {"split": cfg.own_tools_split, "sha256": own_tools_sha256()} if own else None,
         "knowledge": describe() if callable(describe) else None,
         "system_prompt": cfg.system_prompt, "rl_share": cfg.rl_share, "seed": cfg.seed,
         "writer": {"model": model_identity(writer), "labels": answer_writer.labels, "asked": cache.asked,

@@ -13,6 +13,8 @@ from typing import Any, Dict, List, Optional
 
 from omegaconf import MISSING
 
+JOBS = ("data", "sft", "grpo")  # kate train <job>
+
 
 def help_field(text: str, default: Any = MISSING, factory: Any = None) -> Any:
     if factory is not None:
@@ -50,6 +52,7 @@ class DataConfig:
                                                         "irrelevance", "multi_turn_base"])
     limit: Optional[int] = help_field("entries per category (null: the whole training half)", None)
     trajectories: List[str] = help_field("trajectory JSONL files kate's loop (or a user) wrote, read too", factory=list)
+    own_tools_split: Optional[str] = help_field("the own-tools task's half to add (train; never test); null: none", None)
     system_prompt: Optional[str] = help_field("dialogue system prompt, as the evaluated arm uses: kate | none | text", "kate")
     writer: AnswerWriterConfig = help_field("final-answer writer", factory=AnswerWriterConfig)
     distractors: DistractorConfig = help_field("foreign examples in the knowledge", factory=DistractorConfig)

@@ -65,10 +65,12 @@ def step_row(step: SolvedStep, renderer: StepRenderer, part: str) -> dict[str, A
 
 
 def build_rows(builder: StepBuilder, entries: Sequence[Any], trajectories: Sequence[Any], renderer: StepRenderer,
-               *, rl_share: float, seed: int, progress: bool = True) -> tuple[list[dict[str, Any]], list[Skipped]]:
+               *, rl_share: float, seed: int, own_tools: Sequence[Any] = (),
+               progress: bool = True) -> tuple[list[dict[str, Any]], list[Skipped]]:  # fmt: skip
     rows: list[dict[str, Any]] = []
     skipped: list[Skipped] = []
-    bar = tqdm(iterate(builder, entries, trajectories), total=len(entries) + len(trajectories),
+    bar = tqdm(iterate(builder, entries, trajectories, own_tools),
+               total=len(entries) + len(trajectories) + len(own_tools),
                desc="training steps", disable=not progress)
     for source_id, result in bar:
         if isinstance(result, Skipped):

@@ -181,6 +181,24 @@ class StepBuilder:
             return Skipped(entry.id, str(trace.get("error") or f"{len(teacher.steps)} of {len(teacher.targets)} steps"))
         return _steps(teacher.steps, entry.id, entry.category, labels, recorder.turns)
 
+    def own_tools_item(self, item: Any) -> list[SolvedStep] | Skipped:
+        """A question of the own-tools task (``kate.tasks.own_tools``), solved by its own task: the
+        expected calls one per step, run on the task's Python functions, then the written answer."""
+        from kate.tasks.own_tools import OwnToolsTask
+
+        calls = item.expected_calls()
+        teacher, labels = self._teacher(dialogue_targets([calls], [item.question]))
+        if not calls:  # a question to answer without a call: the answer is the writer's too
+            teacher.targets = [Target((), None, "no_call", item.question)]
+        policy, recorder = self._policy(teacher, item.id)
+        try:
+            trace = OwnToolsTask(split=item.split).solve(item, policy, 0)
+        except ScriptExhausted as error:
+            return Skipped(item.id, str(error))
+        if trace.get("error_type") or len(teacher.steps) != len(teacher.targets):
+            return Skipped(item.id, str(trace.get("error") or f"{len(teacher.steps)} of {len(teacher.targets)} steps"))
+        return _steps(teacher.steps, item.id, item.category, labels, recorder.turns)
+
     def trajectory(self, trajectory: Trajectory) -> list[SolvedStep] | Skipped:
         turn_calls = [t.calls for t in trajectory.turns]
         questions = [t.user for t in trajectory.turns]
@@ -204,9 +222,11 @@ class StepBuilder:
         return _steps(teacher.steps, trajectory.id, trajectory.source or "trajectory", labels, recorder.turns)
 
 
-def iterate(builder: StepBuilder, entries: Sequence[BFCLEntry],
-            trajectories: Sequence[Trajectory]) -> Iterator[tuple[str, list[SolvedStep] | Skipped]]:
+def iterate(builder: StepBuilder, entries: Sequence[BFCLEntry], trajectories: Sequence[Trajectory],
+            own_tools: Sequence[Any] = ()) -> Iterator[tuple[str, list[SolvedStep] | Skipped]]:
     for entry in entries:
         yield entry.id, builder.bfcl_entry(entry)
+    for item in own_tools:
+        yield item.id, builder.own_tools_item(item)
     for trajectory in trajectories:
         yield trajectory.id, builder.trajectory(trajectory)
