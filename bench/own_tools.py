@@ -12,6 +12,9 @@ turn-end counts (``kate.tasks.own_tools.summarize``), the split named.
 
     .venv/bin/python bench/own_tools.py --arms direct          # then --arms direct,w8v
     .venv/bin/python bench/own_tools.py --report-only
+
+What ran (2 shared CPU cores): ``--arms direct`` (all 32, 37 min); ``--arms w8v --limit 4`` under a
+16-minute ``timeout`` (~7 minutes a question at width 8), so w8v's n is what finished: indicative only.
 """
 
 from __future__ import annotations
