@@ -1,0 +1,68 @@
+"""The eval stage of bench/train_cpu.py: the four arms on the fixed test-half slice.
+
+Arms are conf/arm's ``direct`` and ``st_w8v`` (KATE: ST knowledge + width 8 with the schema-valid
+vote), on the untrained model or on the trained one (llama.cpp with the LoRA adapter: the same engine
+and cost). BFCL's slice is bench/bfcl.py's (8 entries of every single-turn category, 30
+multi_turn_base dialogues, test halves); the untrained BFCL records are bench/bfcl.py's own
+(bench/runs/direct, bench/runs/st_w8v), so only the trained arms run BFCL here. The own-tools test half
+runs for all four arms (kind ``own_tools``: no knowledge is configured for it, so KATE there is the vote).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hydra import compose, initialize_config_dir
+from hydra.utils import instantiate
+
+from kate.cli import CONF_DIR
+from kate.eval.arm import arm_config, build_policy, loop_settings
+from kate.eval.config import plain
+from kate.eval.runner import open_run, run_task
+from kate.tasks.bfcl import BFCLTask
+from kate.tasks.own_tools import OwnToolsTask
+
+ROOT = Path(__file__).resolve().parents[1]
+RUNS = ROOT / "bench" / "runs" / "train"
+UNTRAINED_BFCL = {"untrained_direct": ROOT / "bench" / "runs" / "direct", "untrained_kate": ROOT / "bench" / "runs" / "st_w8v"}
+ARM_CONFIG = {"untrained_direct": "direct", "trained_direct": "direct", "untrained_kate": "st_w8v", "trained_kate": "st_w8v"}
+SINGLE, MULTI = 8, 30
+
+
+def compose_arm(arm: str, adapter: Path | None, **over: object) -> dict:
+    overrides = [f"arm={ARM_CONFIG[arm]}", "llm.max_parallel=8"]
+    if adapter is not None:
+        overrides.append(f"+llm.lora={adapter}")
+    overrides += [f"{k}={v}" for k, v in over.items()]
+    with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
+        return plain(compose("eval", overrides=overrides))
+
+
+def bfcl_entries() -> list:
+    from kate.bfcl.data import SINGLE_TURN, load_entries
+
+    return [e for c in SINGLE_TURN for e in load_entries(c, "test", SINGLE)] + load_entries("multi_turn_base", "test", MULTI)
+
+
+def _run(arm: str, c: dict, model, task, folder: Path, desc: str) -> None:
+    settings = loop_settings(c)
+    policy = build_policy(model, c["sampling"], c["knowledge"], settings)
+    config = arm_config(c["llm"], c["sampling"], c["knowledge"], settings)
+    store = open_run(folder, arm=arm, task=task, policy=policy, seed=0, config=config)
+    run_task(task, policy, store, seed=0, desc=desc)
+
+
+def run_arms(arms: list[str], adapter: Path, *, own_tools_max_steps: int) -> None:
+    models: dict[str, object] = {}
+    for arm in arms:
+        if arm not in ARM_CONFIG:
+            raise SystemExit(f"unknown arm {arm!r}; arms: {', '.join(ARM_CONFIG)}")
+        trained = arm.startswith("trained")
+        key = "trained" if trained else "untrained"
+        c = compose_arm(arm, adapter if trained else None, max_steps=own_tools_max_steps)
+        if key not in models:
+            models[key] = instantiate(c["llm"])
+        _run(arm, c, models[key], OwnToolsTask("test"), RUNS / arm / "own_tools" / "seed_0", f"{arm} own_tools")
+        if trained:
+            c = compose_arm(arm, adapter)
+            _run(arm, c, models[key], BFCLTask(bfcl_entries(), "test"), RUNS / arm / "bfcl" / "seed_0", f"{arm} bfcl")

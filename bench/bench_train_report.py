@@ -1,0 +1,113 @@
+"""The report stage of bench/train_cpu.py: bench/results/train_cpu.json and .md, and the checkpoint
+probe curves copied beside them, from the committed records only (no model)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from kate.eval.report import wilson
+from kate.eval.run_store import load_run
+from kate.io import atomic_write_json, atomic_write_text
+from kate.tasks.own_tools import summarize as own_tools_summary
+
+ROOT = Path(__file__).resolve().parents[1]
+RUNS = ROOT / "bench" / "runs" / "train"
+RESULTS = ROOT / "bench" / "results"
+BFCL_FOLDERS = {"untrained_direct": ROOT / "bench/runs/direct/seed_0", "untrained_kate": ROOT / "bench/runs/st_w8v/seed_0",
+                "trained_direct": RUNS / "trained_direct/bfcl/seed_0", "trained_kate": RUNS / "trained_kate/bfcl/seed_0"}
+ARMS = tuple(BFCL_FOLDERS)
+
+
+def _records(folder: Path) -> list[dict[str, Any]]:
+    return load_run(folder)[1] if (folder / "meta.json").exists() else []
+
+
+def _rate(k: int, n: int) -> dict[str, Any]:
+    low, high = wilson(k, n) if n else (None, None)
+    return {"k": k, "n": n, "pct": round(100 * k / n, 1) if n else None,
+            "interval": [round(100 * low, 1), round(100 * high, 1)] if n else None}  # fmt: skip
+
+
+def bfcl_table(records: Mapping[str, Sequence[Mapping[str, Any]]]) -> dict[str, Any]:
+    """Per category and arm over the entries every arm finished: pass rate; multi-turn: also the
+    share of turns passed before the first failure."""
+    by_arm = {arm: {r["id"]: r for r in rows} for arm, rows in records.items()}
+    common = set.intersection(*(set(rows) for rows in by_arm.values())) if by_arm else set()
+    categories = sorted({by_arm[a][i]["category"] for a in by_arm for i in common})
+    out: dict[str, Any] = {}
+    for category in categories:
+        ids = sorted(i for i in common if next(iter(by_arm.values()))[i]["category"] == category)
+        row: dict[str, Any] = {}
+        for arm, rows in by_arm.items():
+            picked = [rows[i] for i in ids]
+            cell = _rate(sum(bool(r.get("valid")) for r in picked), len(picked))
+            if category.startswith("multi_turn"):
+                passed = sum(int(r.get("turns_passed", 0)) for r in picked)
+                total = sum(int(r.get("turns_total", 0)) for r in picked)
+                cell["turns_passed"] = _rate(passed, total)
+            row[arm] = cell
+        out[category] = row
+    return out
+
+
+def _probe(stage: str) -> list[dict[str, Any]]:
+    path = RUNS / stage / "probe.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def _summary(stage: str) -> dict[str, Any] | None:
+    path = RUNS / stage / "summary.json"
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def markdown(result: Mapping[str, Any]) -> str:
+    lines = ["# Training benchmark (CPU): 0.5B + LoRA, SFT then GRPO", "",
+             "Regenerate: `.venv/bin/python bench/train_cpu.py --stages report` (from committed records). "
+             "Every cell: pass rate % [95% Wilson interval] (k/n); arms compared on the entries all of them finished.", ""]  # fmt: skip
+    for stage in ("sft", "grpo"):
+        s = result["training"].get(stage)
+        lines.append(f"- **{stage}**: " + (f"{s['global_step']} steps, loss {s['train_loss']:.3f}, examples {s.get('examples') or s.get('prompts')}, "
+                                            f"{s['seconds_this_run']:.0f} s (last run)" if s else "not run yet"))  # fmt: skip
+    lines += ["", "## Own-tools task (test half): right call / right final answer", "",
+              "| arm | n | right call | right answer | both | turn ends |", "|---|---|---|---|---|---|"]
+    for arm, s in result["own_tools"].items():
+        if s:
+            lines.append(f"| {arm} | {s['n']} | {s['call_ok_share']:.2f} | {s['answer_ok_share']:.2f} | "
+                         f"{s['valid_share']:.2f} | {s['turn_ends']} |")
+    lines += ["", "## BFCL test-half slice", "", "| category | " + " | ".join(ARMS) + " |",
+              "|---|" + "---|" * len(ARMS)]
+    for category, row in result["bfcl"].items():
+        cells = []
+        for arm in ARMS:
+            c = row.get(arm)
+            text = f"{c['pct']} [{c['interval'][0]}, {c['interval'][1]}] ({c['k']}/{c['n']})" if c and c["n"] else "-"
+            if c and "turns_passed" in c:
+                t = c["turns_passed"]
+                text += f"; turns {t['pct']} ({t['k']}/{t['n']})"
+            cells.append(text)
+        lines.append(f"| {category} | " + " | ".join(cells) + " |")
+    lines += ["", "Probe curves (at the start and every save): `train_cpu_probe_sft.png`, `train_cpu_probe_grpo.png`."]
+    return "\n".join(lines) + "\n"
+
+
+def write_report() -> dict[str, Any]:
+    own = {}
+    for arm in ARMS:
+        rows = _records(RUNS / arm / "own_tools" / "seed_0")
+        own[arm] = own_tools_summary(rows).get("all") if rows else None
+    bfcl_records = {arm: _records(folder) for arm, folder in BFCL_FOLDERS.items()}
+    bfcl_records = {arm: rows for arm, rows in bfcl_records.items() if rows}
+    result = {"model": "qwen2.5-coder-0.5b-instruct-q4_k_m", "training": {s: _summary(s) for s in ("sft", "grpo")},
+              "probe": {s: _probe(s) for s in ("sft", "grpo")}, "own_tools": own,
+              "bfcl": bfcl_table(bfcl_records) if len(bfcl_records) > 1 else {},
+              "bfcl_arms": sorted(bfcl_records)}  # fmt: skip
+    atomic_write_json(RESULTS / "train_cpu.json", result)
+    atomic_write_text(RESULTS / "train_cpu.md", markdown(result))
+    for stage in ("sft", "grpo"):
+        if (RUNS / stage / "probe.png").exists():
+            shutil.copyfile(RUNS / stage / "probe.png", RESULTS / f"train_cpu_probe_{stage}.png")
+    return result

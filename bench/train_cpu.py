@@ -1,0 +1,119 @@
+"""Training benchmark on CPU: the default 0.5B model with LoRA, SFT then GRPO on KATE's training
+halves, evaluated on a fixed test-half slice in four arms. Every stage is resumable: rerun the same
+command (in a later session too) and it continues where it stopped; finished stages are skipped.
+
+    .venv/bin/python bench/train_cpu.py                 # every stage in order
+    .venv/bin/python bench/train_cpu.py --stages eval   # only some: data,sft,grpo,eval,report
+    .venv/bin/python bench/train_cpu.py --stages report # the report from the committed records
+
+Stages:
+- data: `kate train data` over BFCL's offline single-turn categories and multi_turn_base (training
+  halves) plus the own-tools task's train half -> train/data/bench_steps (regenerable: the written
+  answers are cached in knowledge_bases/train_answers.jsonl).
+- sft / grpo: `kate train sft|grpo` with conf/train's settings and the overrides below (sized for 2
+  cores: steps whose example exceeds MAX_LENGTH tokens are left out, which on CPU leaves out the
+  multi-turn dialogues, ~5-6k tokens each) -> bench/runs/train/{sft,grpo}/ (final adapter, probe
+  curve and metrics committed; checkpoints are not).
+- eval: the slice of bench/bfcl.py (the first 8 test-half entries of every single-turn category and
+  30 multi_turn_base dialogues) and the own-tools test half, for the trained model (llama.cpp + the
+  LoRA adapter, the untrained model's cost) in the direct and KATE (st_w8v) arms, into
+  bench/runs/train/<arm>/; the untrained arms are bench/runs/direct and bench/runs/st_w8v (BFCL)
+  and bench/runs/train/untrained_*/own_tools.
+- report: bench/results/train_cpu.json and .md, with n and intervals.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+RUNS = ROOT / "bench" / "runs" / "train"
+DATA = "train/data/bench_steps"
+CATEGORIES = ["simple_python", "simple_java", "simple_javascript", "multiple", "parallel", "parallel_multiple",
+              "irrelevance", "live_simple", "live_multiple", "live_parallel", "live_parallel_multiple",
+              "live_irrelevance", "multi_turn_base"]
+MAX_LENGTH = 2048
+SFT = ["pack=step", f"max_length={MAX_LENGTH}", "max_steps=60", "gradient_accumulation_steps=4", "save_steps=20",
+       "lora.r=8", "lora.alpha=16", "threads=2", "probe.held_out=16", "probe.replay=8", "probe.near_miss=8",
+       "probe.max_tokens=64"]
+GRPO = [f"max_prompt_tokens={MAX_LENGTH}", "max_steps=30", "save_steps=10", "num_generations=4",
+        "per_device_train_batch_size=4", "max_completion_length=96", "learning_rate=5e-6", "threads=2",
+        "probe.held_out=16", "probe.replay=8", "probe.near_miss=8", "probe.max_tokens=64"]
+OWN_TOOLS_MAX_STEPS = 4  # as bench/results/own_tools_baseline.json: an untrained turn never stops calling
+
+
+def kate(*args: str) -> None:
+    command = [sys.executable, "-m", "kate.cli", *args, f"hydra.run.dir={RUNS / '.hydra' / args[0]}"]
+    print("+", " ".join(command[2:]), flush=True)
+    subprocess.run(command, cwd=ROOT, check=True)
+
+
+def stage_data() -> None:
+    if (ROOT / DATA / "kate-train-data.json").exists():
+        print(f"data: {DATA} exists")
+        return
+    kate("train", "data", f"categories=[{','.join(CATEGORIES)}]", "own_tools_split=train", f"out_dir={DATA}")
+
+
+def _done(folder: Path) -> bool:
+    return (folder / "final" / "adapter_config.json").exists() and (folder / "summary.json").exists()
+
+
+def stage_sft() -> None:
+    if not _done(RUNS / "sft"):
+        kate("train", "sft", f"data_dir={DATA}", f"output_dir={RUNS / 'sft'}", *SFT)
+
+
+def stage_grpo() -> None:
+    if not _done(RUNS / "grpo"):
+        kate("train", "grpo", f"data_dir={DATA}", f"output_dir={RUNS / 'grpo'}",
+             f"init_adapter={RUNS / 'sft' / 'final'}", *GRPO)
+
+
+def trained_adapter() -> Path:
+    """The adapter the trained arms use: GRPO's when it finished, else SFT's."""
+    for stage in ("grpo", "sft"):
+        if _done(RUNS / stage):
+            return RUNS / stage / "final" / "adapter.gguf"
+    raise SystemExit("no trained adapter yet: run the sft stage first")
+
+
+def stage_eval(which: list[str]) -> None:
+    from bench_train_eval import run_arms  # noqa: PLC0415  (bench/bench_train_eval.py)
+
+    run_arms(which, trained_adapter(), own_tools_max_steps=OWN_TOOLS_MAX_STEPS)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--stages", default="data,sft,grpo,eval,report")
+    parser.add_argument("--arms", default="untrained_direct,trained_direct,untrained_kate,trained_kate",
+                        help="eval arms, in this order")
+    args = parser.parse_args()
+    stages = args.stages.split(",")
+    for stage in stages:
+        if stage == "data":
+            stage_data()
+        elif stage == "sft":
+            stage_sft()
+        elif stage == "grpo":
+            stage_grpo()
+        elif stage == "eval":
+            stage_eval(args.arms.split(","))
+        elif stage == "report":
+            from bench_train_report import write_report  # noqa: PLC0415
+
+            print(json.dumps(write_report(), indent=1)[:2000])
+        else:
+            raise SystemExit(f"unknown stage {stage!r}")
+
+
+if __name__ == "__main__":
+    main()
