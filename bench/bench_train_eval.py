@@ -53,16 +53,21 @@ def _run(arm: str, c: dict, model, task, folder: Path, desc: str) -> None:
 
 
 def run_arms(arms: list[str], adapter: Path, *, own_tools_max_steps: int) -> None:
+    """The own-tools test half for every arm first (the short part), then BFCL for the trained arms."""
     models: dict[str, object] = {}
-    for arm in arms:
-        if arm not in ARM_CONFIG:
-            raise SystemExit(f"unknown arm {arm!r}; arms: {', '.join(ARM_CONFIG)}")
-        trained = arm.startswith("trained")
-        key = "trained" if trained else "untrained"
-        c = compose_arm(arm, adapter if trained else None, max_steps=own_tools_max_steps)
+    unknown = [a for a in arms if a not in ARM_CONFIG]
+    if unknown:
+        raise SystemExit(f"unknown arm {unknown[0]!r}; arms: {', '.join(ARM_CONFIG)}")
+
+    def model_for(arm: str, c: dict) -> object:
+        key = "trained" if arm.startswith("trained") else "untrained"
         if key not in models:
             models[key] = instantiate(c["llm"])
-        _run(arm, c, models[key], OwnToolsTask("test"), RUNS / arm / "own_tools" / "seed_0", f"{arm} own_tools")
-        if trained:
-            c = compose_arm(arm, adapter)
-            _run(arm, c, models[key], BFCLTask(bfcl_entries(), "test"), RUNS / arm / "bfcl" / "seed_0", f"{arm} bfcl")
+        return models[key]
+
+    for arm in arms:
+        c = compose_arm(arm, adapter if arm.startswith("trained") else None, max_steps=own_tools_max_steps)
+        _run(arm, c, model_for(arm, c), OwnToolsTask("test"), RUNS / arm / "own_tools" / "seed_0", f"{arm} own_tools")
+    for arm in (a for a in arms if a.startswith("trained")):
+        c = compose_arm(arm, adapter)
+        _run(arm, c, model_for(arm, c), BFCLTask(bfcl_entries(), "test"), RUNS / arm / "bfcl" / "seed_0", f"{arm} bfcl")

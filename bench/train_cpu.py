@@ -40,12 +40,12 @@ CATEGORIES = ["simple_python", "simple_java", "simple_javascript", "multiple", "
               "irrelevance", "live_simple", "live_multiple", "live_parallel", "live_parallel_multiple",
               "live_irrelevance", "multi_turn_base"]
 MAX_LENGTH = 2048
-SFT = ["pack=step", f"max_length={MAX_LENGTH}", "max_steps=60", "gradient_accumulation_steps=4", "save_steps=20",
-       "lora.r=8", "lora.alpha=16", "threads=2", "probe.held_out=16", "probe.replay=8", "probe.near_miss=8",
+SFT = ["pack=step", f"max_length={MAX_LENGTH}", "max_steps=30", "gradient_accumulation_steps=4", "save_steps=15",
+       "lora.r=8", "lora.alpha=16", "threads=2", "probe.held_out=8", "probe.replay=4", "probe.near_miss=4",
        "probe.max_tokens=64"]
 GRPO = [f"max_prompt_tokens={MAX_LENGTH}", "max_steps=30", "save_steps=10", "num_generations=4",
         "per_device_train_batch_size=4", "max_completion_length=96", "learning_rate=5e-6", "threads=2",
-        "probe.held_out=16", "probe.replay=8", "probe.near_miss=8", "probe.max_tokens=64"]
+        "lora.r=8", "lora.alpha=16", "probe.held_out=8", "probe.replay=4", "probe.near_miss=4", "probe.max_tokens=64"]
 OWN_TOOLS_MAX_STEPS = 4  # as bench/results/own_tools_baseline.json: an untrained turn never stops calling
 
 

@@ -49,6 +49,29 @@ def atomic_write_json(path: str | os.PathLike, value: Any) -> None:
     atomic_write_text(path, json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True) + "\n")
 
 
+@contextmanager
+def atomic_folder(target: str | os.PathLike) -> Iterator[Path]:
+    """Build a folder in a temporary sibling; on success it replaces ``target`` (the old one moved
+    aside first, then removed), on failure it is removed and ``target`` is left as it was."""
+    import shutil
+    import time
+
+    target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
+    try:
+        yield tmp
+        tmp.chmod(0o755)
+        if target.exists():
+            stale = target.with_name(f".{target.name}.stale-{time.time_ns()}")
+            target.rename(stale)
+            shutil.rmtree(stale, ignore_errors=True)
+        tmp.rename(target)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
 def atomic_write_bytes_from(path: str | os.PathLike, sources: Iterable[Path]) -> str:
     """Concatenate ``sources`` into ``path`` atomically; return the sha256 of what was written."""
     digest = hashlib.sha256()

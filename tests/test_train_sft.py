@@ -63,11 +63,16 @@ def _answers(folder: Path) -> None:
     assert isinstance(completion.text, str) and completion.usage.completion_tokens > 0
 
 
-def test_sft_trains_saves_probes_and_the_clients_load_the_result(data_dir, tmp_path):
+@pytest.fixture(scope="module")
+def sft_run(data_dir, tmp_path_factory) -> tuple[Path, dict]:
     from kate.train.sft import run_sft
 
-    out = tmp_path / "sft"
-    summary = run_sft(_sft(data_dir, out))
+    out = tmp_path_factory.mktemp("sft")
+    return out, run_sft(_sft(data_dir, out))
+
+
+def test_sft_trains_saves_probes_and_the_clients_load_the_result(sft_run):
+    out, summary = sft_run
     assert summary["global_step"] == 2 and summary["resumed_from"] is None
     probes = [json.loads(line) for line in (out / "probe.jsonl").read_text().splitlines()]
     assert [p["step"] for p in probes] == [0, 1, 2]  # at the start and at every save
@@ -89,14 +94,11 @@ def test_sft_trains_saves_probes_and_the_clients_load_the_result(data_dir, tmp_p
         engine.close()
 
 
-def test_grpo_trains_from_the_sft_adapter_and_saves(data_dir, tmp_path):
+def test_grpo_trains_from_the_sft_adapter_and_saves(data_dir, sft_run, tmp_path):
     from kate.train.grpo import run_grpo
-    from kate.train.sft import run_sft
 
-    sft = run_sft(_sft(data_dir, tmp_path / "sft", max_steps=1, probe=ProbeConfig(enabled=False), merge=False,
-                       gguf_adapter=False))  # fmt: skip
     cfg = GRPOJobConfig(model=SMALL_TEST_MODEL, data_dir=data_dir, part="all", output_dir=str(tmp_path / "grpo"),
-                        init_adapter=sft["saved"]["final"], max_steps=2, save_steps=1, logging_steps=1,
+                        init_adapter=sft_run[1]["saved"]["final"], max_steps=2, save_steps=1, logging_steps=1,
                         per_device_train_batch_size=2, gradient_accumulation_steps=1, num_generations=2,
                         max_completion_length=8, probe=SMALL_PROBE, gguf_adapter=False)  # fmt: skip
     summary = run_grpo(cfg)

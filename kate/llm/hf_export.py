@@ -14,13 +14,11 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import sys
-import tempfile
 import time
 from pathlib import Path
 
-from kate.io import atomic_write_json
+from kate.io import atomic_folder, atomic_write_json
 from kate.llm.registry import ModelFileError, cache_dir, model_path, spec_of
 
 MARKER = "kate-export.json"
@@ -93,9 +91,7 @@ def export_hf_folder(model_name: str, *, force: bool = False) -> Path:
         del model.config.quantization_config
     model.config.torch_dtype = torch.bfloat16
 
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
-    try:
+    with atomic_folder(target) as tmp:
         model.save_pretrained(tmp, safe_serialization=True)
         tokenizer.save_pretrained(tmp, save_jinja_files=False)
         _ensure_template_in_config(tmp, tokenizer.chat_template)
@@ -104,15 +100,6 @@ def export_hf_folder(model_name: str, *, force: bool = False) -> Path:
             raise ModelFileError(f"{model_name}: exported config.json still has a quantization_config")
         seconds = round(time.monotonic() - started, 1)
         atomic_write_json(tmp / MARKER, {**_expected_marker(model_name), "seconds": seconds})
-        tmp.chmod(0o755)
-        if target.exists():
-            stale = target.with_name(f".{target.name}.stale-{time.time_ns()}")
-            target.rename(stale)
-            shutil.rmtree(stale, ignore_errors=True)
-        tmp.rename(target)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     print(f"[kate] exported {target} in {time.monotonic() - started:.0f}s", file=sys.stderr)
     return target
 

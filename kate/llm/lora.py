@@ -18,7 +18,6 @@ import functools
 import hashlib
 import json
 import os
-import shutil
 import tempfile
 import time
 from dataclasses import dataclass
@@ -27,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from kate.io import atomic_write_json
+from kate.io import atomic_folder, atomic_write_json
 from kate.llm.registry import MODELS, model_path, sha256_of
 
 CONFIG = "adapter_config.json"
@@ -102,9 +101,7 @@ def merge_adapter(adapter_dir: str | os.PathLike, out_dir: str | os.PathLike, *,
         del model.config.quantization_config
     model.config.torch_dtype = getattr(torch, dtype)
 
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
-    try:
+    with atomic_folder(target) as tmp:
         model.save_pretrained(tmp, safe_serialization=True)
         tokenizer.save_pretrained(tmp, save_jinja_files=False)
         _ensure_template_in_config(tmp, tokenizer.chat_template)
@@ -114,15 +111,6 @@ def merge_adapter(adapter_dir: str | os.PathLike, out_dir: str | os.PathLike, *,
                   "base": config["base_model_name_or_path"], "dtype": dtype,
                   "seconds": round(time.monotonic() - started, 1)}  # fmt: skip
         atomic_write_json(tmp / MERGE_MARKER, marker)
-        tmp.chmod(0o755)
-        if target.exists():
-            stale = target.with_name(f".{target.name}.stale-{time.time_ns()}")
-            target.rename(stale)
-            shutil.rmtree(stale, ignore_errors=True)
-        tmp.rename(target)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return target
 
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 import statistics
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
@@ -27,7 +26,7 @@ from typing import Any
 
 from tqdm import tqdm
 
-from kate.io import atomic_write_json
+from kate.io import atomic_folder, atomic_write_json
 from kate.train.render import StepRenderer, assistant_message
 from kate.train.steps import Skipped, SolvedStep, StepBuilder, iterate
 
@@ -112,17 +111,9 @@ def save_dataset(rows: Sequence[Mapping[str, Any]], manifest: Mapping[str, Any],
     from datasets import Dataset
 
     out = Path(out_dir)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    Dataset.from_list(list(rows)).save_to_disk(str(tmp))
-    atomic_write_json(tmp / MANIFEST, {"format": FORMAT, **manifest})
-    old = out.with_name(f".{out.name}.old")
-    shutil.rmtree(old, ignore_errors=True)
-    if out.exists():
-        out.rename(old)
-    tmp.rename(out)
-    shutil.rmtree(old, ignore_errors=True)
+    with atomic_folder(out) as tmp:
+        Dataset.from_list(list(rows)).save_to_disk(str(tmp))
+        atomic_write_json(tmp / MANIFEST, {"format": FORMAT, **manifest})
     return out
 
 

@@ -13,12 +13,12 @@ markers (done only for templates byte-identical to its own) is never needed.
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kate.io import atomic_folder
 from kate.llm.base import Message, ToolSchema
 from kate.llm.chat_template import render_chat
 from kate.toolcall import ToolCall, to_openai_tool_calls
@@ -95,11 +95,8 @@ def load_tokenizer(model: str) -> Any:
             raise FileNotFoundError(f"{model!r}: neither a kate model, a .gguf file nor a local folder")
         tokenizer = AutoTokenizer.from_pretrained(source, local_files_only=True, **extra)
         if cached is not None:
-            tmp = cached.with_name(cached.name + ".tmp")
-            shutil.rmtree(tmp, ignore_errors=True)
-            tokenizer.save_pretrained(str(tmp))
-            shutil.rmtree(cached, ignore_errors=True)
-            tmp.rename(cached)
+            with atomic_folder(cached) as tmp:
+                tokenizer.save_pretrained(str(tmp))
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token
     return tokenizer

@@ -13,8 +13,8 @@ in order by a ``ReplayEnvironment``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
 import re
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -27,6 +27,7 @@ from kate.knowledge.bfcl_source import NO_CALL, single_turn_calls, user_text
 from kate.knowledge.trajectory import Trajectory
 from kate.llm.base import Message
 from kate.tasks.bfcl import BFCLTask, knowledge_context
+from kate.tasks.own_tools import OwnToolsTask
 from kate.tasks.step import step_trace
 from kate.toolcall import ToolCall
 from kate.train.teacher import RecordedStep, ScriptExhausted, Target, TeacherModel
@@ -158,68 +159,55 @@ class StepBuilder:
         teacher.write_answer = write
         return teacher, labels
 
+    def _solved(self, solve: Callable[[Policy], dict[str, Any]], source_id: str, category: str,
+                targets: list[Target]) -> list[SolvedStep] | Skipped:
+        """Run ``solve(policy)`` (a task's own solving) with a teacher replying ``targets``; the steps it
+        recorded, or why the item was left out (a model error, or a step count that does not match)."""
+        teacher, labels = self._teacher(targets)
+        policy, recorder = self._policy(teacher, source_id)
+        try:
+            trace = solve(policy)
+        except ScriptExhausted as error:
+            return Skipped(source_id, str(error))
+        if trace.get("error_type") or len(teacher.steps) != len(teacher.targets):
+            return Skipped(source_id, str(trace.get("error") or f"{len(teacher.steps)} of {len(teacher.targets)} steps"))
+        return _steps(teacher.steps, source_id, category, labels, recorder.turns)
+
     def bfcl_entry(self, entry: BFCLEntry) -> list[SolvedStep] | Skipped:
         if not entry.is_multi_turn:
             no_call = entry.category in NO_CALL
             calls = () if no_call else single_turn_calls(entry.ground_truth)
             target = Target((), self.no_call_answer, "no_call") if no_call else Target(tuple(calls), None, "call")
-            teacher = TeacherModel([target])
-            policy, recorder = self._policy(teacher, entry.id)
-            trace = step_trace(policy, entry.turns[0], entry.tools, seed=0, context=knowledge_context(entry))
-            if trace.get("error_type") or len(teacher.steps) != 1:
-                return Skipped(entry.id, str(trace.get("error") or "no step recorded"))
-            return _steps(teacher.steps, entry.id, entry.category, {}, recorder.turns)
-        turns = ground_truth_calls(entry)
-        questions = [user_text(m) for m in entry.turns]
-        teacher, labels = self._teacher(dialogue_targets(turns, questions))
-        policy, recorder = self._policy(teacher, entry.id)
-        try:
-            trace = BFCLTask([entry], split="train").solve(entry, policy, 0)
-        except ScriptExhausted as error:
-            return Skipped(entry.id, str(error))
-        if trace.get("error_type") or len(teacher.steps) != len(teacher.targets):
-            return Skipped(entry.id, str(trace.get("error") or f"{len(teacher.steps)} of {len(teacher.targets)} steps"))
-        return _steps(teacher.steps, entry.id, entry.category, labels, recorder.turns)
+            solve = lambda policy: step_trace(policy, entry.turns[0], entry.tools, seed=0,  # noqa: E731
+                                              context=knowledge_context(entry))
+            return self._solved(solve, entry.id, entry.category, [target])
+        targets = dialogue_targets(ground_truth_calls(entry), [user_text(m) for m in entry.turns])
+        task = BFCLTask([entry], split="train")
+        return self._solved(lambda policy: task.solve(entry, policy, 0), entry.id, entry.category, targets)
 
     def own_tools_item(self, item: Any) -> list[SolvedStep] | Skipped:
         """A question of the own-tools task (``kate.tasks.own_tools``), solved by its own task: the
         expected calls one per step, run on the task's Python functions, then the written answer."""
-        from kate.tasks.own_tools import OwnToolsTask
-
         calls = item.expected_calls()
-        teacher, labels = self._teacher(dialogue_targets([calls], [item.question]))
-        if not calls:  # a question to answer without a call: the answer is the writer's too
-            teacher.targets = [Target((), None, "no_call", item.question)]
-        policy, recorder = self._policy(teacher, item.id)
-        try:
-            trace = OwnToolsTask(split=item.split).solve(item, policy, 0)
-        except ScriptExhausted as error:
-            return Skipped(item.id, str(error))
-        if trace.get("error_type") or len(teacher.steps) != len(teacher.targets):
-            return Skipped(item.id, str(trace.get("error") or f"{len(teacher.steps)} of {len(teacher.targets)} steps"))
-        return _steps(teacher.steps, item.id, item.category, labels, recorder.turns)
+        targets = dialogue_targets([calls], [item.question]) if calls else [Target((), None, "no_call", item.question)]
+        task = OwnToolsTask(split=item.split)
+        return self._solved(lambda policy: task.solve(item, policy, 0), item.id, item.category, targets)
 
     def trajectory(self, trajectory: Trajectory) -> list[SolvedStep] | Skipped:
-        turn_calls = [t.calls for t in trajectory.turns]
         questions = [t.user for t in trajectory.turns]
-        teacher, labels = self._teacher(dialogue_targets(turn_calls, questions, [t.answer for t in trajectory.turns]))
+        targets = dialogue_targets([t.calls for t in trajectory.turns], questions, [t.answer for t in trajectory.turns])
         results = [r for t in trajectory.turns for r in (t.results or [None] * len(t.calls))]
         env = ReplayEnvironment(trajectory.tools, results)
         context = KnowledgeContext("multi_turn" if trajectory.is_multi_turn else "single_turn",
                                    api_classes=tuple(trajectory.api_classes) or None,
                                    tools=tuple(trajectory.tools), exclude_ids=(trajectory.id,))
-        policy, recorder = self._policy(teacher, trajectory.id)
 
-        def arrive(t: int) -> None:
-            env.add_tools(trajectory.turns[t].tools_added)
-
-        try:
+        def solve(policy: Policy) -> dict[str, Any]:
+            arrive = lambda t: env.add_tools(trajectory.turns[t].tools_added)  # noqa: E731
             result = policy.run_dialogue(env, questions, context=context, before_turn=arrive)
-        except ScriptExhausted as error:
-            return Skipped(trajectory.id, str(error))
-        if result.error or len(teacher.steps) != len(teacher.targets):
-            return Skipped(trajectory.id, result.error or f"{len(teacher.steps)} of {len(teacher.targets)} steps")
-        return _steps(teacher.steps, trajectory.id, trajectory.source or "trajectory", labels, recorder.turns)
+            return {"error_type": "dialogue", "error": result.error} if result.error else {}
+
+        return self._solved(solve, trajectory.id, trajectory.source or "trajectory", targets)
 
 
 def iterate(builder: StepBuilder, entries: Sequence[BFCLEntry], trajectories: Sequence[Trajectory],
