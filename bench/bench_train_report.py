@@ -72,6 +72,8 @@ def markdown(result: Mapping[str, Any]) -> str:
         s = result["training"].get(stage)
         lines.append(f"- **{stage}**: " + (f"{s['global_step']} steps, loss {s['train_loss']:.3f}, examples {s.get('examples') or s.get('prompts')}, "
                                             f"{s['seconds_this_run']:.0f} s (last run)" if s else "not run yet"))  # fmt: skip
+    for where, a in result.get("adapters", {}).items():
+        lines.append(f"- {where}: the {a['stage']} adapter `{a['adapter']}` (sha256 {str(a['sha256'])[:12]})")
     lines += ["", "## Own-tools task (test half): right call / right final answer", "",
               "| arm | n | right call | right answer | both | turn ends |", "|---|---|---|---|---|---|"]
     for arm, s in result["own_tools"].items():
@@ -94,6 +96,24 @@ def markdown(result: Mapping[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def adapters_used() -> dict[str, Any]:
+    """Which adapter (path, sha256) each trained arm's records were made with, from their meta."""
+    import hashlib
+
+    out = {}
+    for arm in ("trained_direct", "trained_kate"):
+        for part in ("own_tools", "bfcl"):
+            meta_path = RUNS / arm / part / "seed_0" / "meta.json"
+            if meta_path.exists():
+                lora = json.loads(meta_path.read_text()).get("config", {}).get("llm", {}).get("lora")
+                path = Path(lora) if lora else None
+                digest = hashlib.sha256(path.read_bytes()).hexdigest() if path and path.exists() else None
+                stage = path.parent.parent.name if path else None
+                out[f"{arm}/{part}"] = {"adapter": str(path.relative_to(ROOT)) if path else None, "stage": stage,
+                                        "sha256": digest}  # fmt: skip
+    return out
+
+
 def write_report() -> dict[str, Any]:
     own = {}
     for arm in ARMS:
@@ -104,7 +124,7 @@ def write_report() -> dict[str, Any]:
     result = {"model": "qwen2.5-coder-0.5b-instruct-q4_k_m", "training": {s: _summary(s) for s in ("sft", "grpo")},
               "probe": {s: _probe(s) for s in ("sft", "grpo")}, "own_tools": own,
               "bfcl": bfcl_table(bfcl_records) if len(bfcl_records) > 1 else {},
-              "bfcl_arms": sorted(bfcl_records)}  # fmt: skip
+              "bfcl_arms": sorted(bfcl_records), "adapters": adapters_used()}  # fmt: skip
     atomic_write_json(RESULTS / "train_cpu.json", result)
     atomic_write_text(RESULTS / "train_cpu.md", markdown(result))
     for stage in ("sft", "grpo"):

@@ -58,3 +58,9 @@ def test_bfcl_single_turn_steps_use_the_official_checker():
 def test_conversational_completions_are_read_from_the_last_message():
     completion = [{"role": "assistant", "content": RIGHT}]
     assert _call([completion]) == [1.0]
+
+
+def test_a_refusal_after_the_results_is_not_an_answer():
+    refusal = "I'm sorry, but I can't assist with that."
+    rewards = call_correct(None, [refusal, ANSWER], target_calls=["[]"] * 2, kind=["answer", "answer"])
+    assert rewards == [0.0, 1.0]

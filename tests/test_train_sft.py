@@ -113,7 +113,7 @@ def test_grpo_refuses_a_batch_that_is_not_a_multiple_of_the_group(data_dir, tmp_
 
     cfg = GRPOJobConfig(model=SMALL_TEST_MODEL, data_dir=data_dir, output_dir=str(tmp_path), num_generations=4,
                         per_device_train_batch_size=3, gradient_accumulation_steps=1)
-    with pytest.raises(ValueError, match="multiple of num_generations"):
+    with pytest.raises(ValueError, match="divisible by num_generations"):
         run_grpo(cfg)
 
 
@@ -141,4 +141,7 @@ def test_a_killed_run_resumes_from_its_last_checkpoint(data_dir, tmp_path):
     assert int(Path(summary["resumed_from"]).name.split("-")[1]) >= 2 and summary["global_step"] == 4
     steps = [json.loads(line)["step"] for line in (out / "metrics.jsonl").read_text().splitlines()
              if "loss" in json.loads(line)]  # fmt: skip
-    assert sorted(set(steps)) == [1, 2, 3, 4]
+    assert steps == [1, 2, 3, 4]  # the steps logged after checkpoint-2 before the kill are not kept twice
+    wrong = subprocess.run([*command[:-1], "learning_rate=0.1", f"hydra.run.dir={tmp_path / 'hydra2'}"], env=env,
+                           capture_output=True, text=True, timeout=900)  # fmt: skip
+    assert wrong.returncode != 0 and "job.json" in wrong.stderr and "learning_rate" in wrong.stderr

@@ -28,6 +28,10 @@ EXAMPLE = (
                        results='- get_weather -> {"temp_c": 18, "sky": "cloudy"}\n- convert_temperature -> 68.0'),
     "It is 18 °C and cloudy in Paris, and 20 °C is 68 °F.",
 )
+DIRECT_SYSTEM = (
+    "You are a helpful assistant. Reply to the user's message directly in one or two short sentences of plain "
+    "text. If it asks for something you cannot do or know, say so briefly. No code, no JSON."
+)
 PURPOSE = "train_final_answer/2"
 _SENTENCE_END = (".", "!", "?", '"', "'", ")")
 # replies that teach the failure training is meant to fix (a refusal after the results), or the example
@@ -73,20 +77,25 @@ class AnswerWriter:
     cache: LLMCache
     max_tokens: int = 96
     result_chars: int = 600
+    no_call_answer: str = "I cannot do that with the functions I have."
     labels: dict[str, int] = field(default_factory=dict)
 
     def __call__(self, prompt: list[Message], question: str) -> tuple[str, str]:
-        """``(answer text, writer label)`` for the turn that ``prompt`` ends."""
+        """``(answer text, writer label)`` for the turn that ``prompt`` ends (a turn without calls
+        is answered directly; its fallback is ``no_call_answer``)."""
         pairs = calls_and_results(prompt, self.result_chars)
-        listing = "\n".join(f"- {call} -> {result}" for call, result in pairs) or "(none)"
-        messages = [{"role": "system", "content": WRITER_SYSTEM},
-                    {"role": "user", "content": EXAMPLE[0]}, {"role": "assistant", "content": EXAMPLE[1]},
-                    {"role": "user", "content": WRITER_USER.format(question=question.strip(), results=listing)}]
+        listing = "\n".join(f"- {call} -> {result}" for call, result in pairs)
+        if pairs:
+            messages = [{"role": "system", "content": WRITER_SYSTEM},
+                        {"role": "user", "content": EXAMPLE[0]}, {"role": "assistant", "content": EXAMPLE[1]},
+                        {"role": "user", "content": WRITER_USER.format(question=question.strip(), results=listing)}]
+        else:
+            messages = [{"role": "system", "content": DIRECT_SYSTEM}, {"role": "user", "content": question.strip()}]
         text = whole_sentences(self.cache.chat(self.model, messages, purpose=PURPOSE, max_tokens=self.max_tokens))
         parsed = parse_model_output(text)
         label = f"llm:{self.model.name}"
         refused = any(r in text.lower() for r in REFUSALS) or text == EXAMPLE[1]
         if not text or refused or parsed.calls or parsed.error or "```" in text or "({" in text:
-            text, label = template_answer(pairs), "template"
+            text, label = (template_answer(pairs) if pairs else self.no_call_answer), "template"
         self.labels[label] = self.labels.get(label, 0) + 1
         return text, label

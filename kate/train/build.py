@@ -53,7 +53,8 @@ def build_data(cfg: DataConfig, *, writer: ChatModel, knowledge: Knowledge | Non
     tokenizer = tokenizer if tokenizer is not None else load_tokenizer(cfg.model)
     renderer = StepRenderer(tokenizer)
     cache = LLMCache(cfg.writer.cache)
-    answer_writer = AnswerWriter(writer, cache, max_tokens=cfg.writer.max_tokens, result_chars=cfg.writer.result_chars)
+    answer_writer = AnswerWriter(writer, cache, max_tokens=cfg.writer.max_tokens, result_chars=cfg.writer.result_chars,
+                                 no_call_answer=cfg.no_call_answer)
     shown = training_knowledge(knowledge, cfg)
     builder = StepBuilder(shown, answer_writer, cfg.no_call_answer, cfg.system_prompt)
     categories = [c for c in cfg.categories if c not in NO_GROUND_TRUTH]
@@ -75,6 +76,7 @@ def build_data(cfg: DataConfig, *, writer: ChatModel, knowledge: Knowledge | Non
         "own_tools": {"split": cfg.own_tools_split, "sha256": own_tools_sha256()} if own else None,
         "knowledge": describe() if callable(describe) else None,
         "system_prompt": cfg.system_prompt, "rl_share": cfg.rl_share, "seed": cfg.seed,
+        "loop": builder.settings().to_dict(),
         "writer": {"model": model_identity(writer), "labels": answer_writer.labels, "asked": cache.asked,
                    "cached": cache.hits, "cache": cfg.writer.cache},
         "no_call_answer": cfg.no_call_answer,

@@ -1,18 +1,46 @@
-"""Small ``TrainerCallback``s every kate training run uses: logged metrics as JSONL, and checkpoints
-whose adapter names the kate model as its base."""
+"""What every kate training run shares besides the trainer: logged metrics as JSONL (a resumed run
+drops the rows after its checkpoint before it logs again), checkpoints whose adapter names the kate
+model as its base, the resume point, and ``job.json``: a run folder resumes only the job it holds."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
 
 from transformers import TrainerCallback
 
-from kate.io import append_jsonl
+from kate.io import append_jsonl, atomic_write_json, atomic_write_text, read_jsonl
 from kate.train.model import name_base
 
 METRICS_FILE = "metrics.jsonl"
+JOB_FILE = "job.json"
+# settings a resumed run may change: how long it runs, how often it saves and logs, threads, what it writes at the end
+RESUMABLE_CHANGES = ("max_steps", "num_train_epochs", "save_steps", "save_total_limit", "logging_steps", "threads",
+                     "merge", "gguf_adapter", "probe")
+
+
+def check_job(cfg: Any, manifest: dict[str, Any]) -> None:
+    """Write ``job.json`` (the job's settings and the dataset's sha256) in a new run folder; in one that
+    has it, refuse to continue a different job (another model, data, learning rate ...), naming the file."""
+    folder = Path(cfg.output_dir)
+    settings = {k: v for k, v in dataclasses.asdict(cfg).items() if k not in RESUMABLE_CHANGES}
+    job = {"settings": json.loads(json.dumps(settings, default=str)), "data_sha256": manifest.get("sha256")}
+    path = folder / JOB_FILE
+    if path.exists():
+        try:
+            old = json.loads(path.read_text())
+        except ValueError as error:
+            raise ValueError(f"{path}: not valid JSON ({error})") from None
+        if old != job:
+            diff = sorted(k for k in set(old["settings"]) | set(job["settings"])
+                          if old["settings"].get(k) != job["settings"].get(k))
+            diff += ["data_sha256"] if old.get("data_sha256") != job["data_sha256"] else []
+            raise ValueError(f"{path}: this folder holds another training job (differs in {', '.join(diff)}); "
+                             "use another output_dir, or remove the folder to start over")
+        return
+    atomic_write_json(path, job)
 
 
 class MetricsLog(TrainerCallback):
@@ -20,6 +48,14 @@ class MetricsLog(TrainerCallback):
 
     def __init__(self, output_dir: str | Path) -> None:
         self.path = Path(output_dir) / METRICS_FILE
+
+    def on_train_begin(self, args, state, control, **kwargs):  # noqa: ANN001
+        """On resume, the rows logged after the checkpoint (before the kill) are dropped: they are logged again."""
+        if state.is_world_process_zero and self.path.exists():
+            rows = read_metrics(self.path.parent)
+            kept = [r for r in rows if r.get("step", 0) <= state.global_step]
+            if len(kept) != len(rows):
+                atomic_write_text(self.path, "".join(json.dumps(r) + "\n" for r in kept))
 
     def on_log(self, args, state, control, logs: dict[str, Any] | None = None, **kwargs):  # noqa: ANN001
         if state.is_world_process_zero and logs:
@@ -54,7 +90,8 @@ def last_checkpoint(output_dir: str | Path) -> str | None:
 
 
 def read_metrics(output_dir: str | Path) -> list[dict[str, Any]]:
+    """The rows of ``metrics.jsonl`` (a last line cut short by a kill is dropped)."""
     path = Path(output_dir) / METRICS_FILE
     if not path.exists():
         return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return list(read_jsonl(path))

@@ -27,8 +27,8 @@ from typing import Any
 from tqdm import tqdm
 
 from kate.io import atomic_folder, atomic_write_json
-from kate.train.render import StepRenderer, assistant_message
-from kate.train.steps import Skipped, SolvedStep, StepBuilder, iterate
+from kate.train.render import RenderError, StepRenderer, assistant_message
+from kate.train.steps import Skipped, SolvedStep, StepBuilder, iterate, sibling_ids
 
 MANIFEST = "kate-train-data.json"
 FORMAT = "kate-train-steps/1"
@@ -36,8 +36,9 @@ PARTS = ("sft", "rl", "all")
 
 
 def part_of(source_id: str, seed: int, rl_share: float) -> str:
-    """``rl`` for ~``rl_share`` of dialogues (by a seeded hash of the id), else ``sft``."""
-    digest = hashlib.sha256(f"{seed}|{source_id}".encode("utf-8")).digest()
+    """``rl`` for ~``rl_share`` of dialogues (by a seeded hash of the id; BFCL's sibling dialogues,
+    which share questions, always land in the same part), else ``sft``."""
+    digest = hashlib.sha256(f"{seed}|{sibling_ids(source_id)[0]}".encode("utf-8")).digest()
     return "rl" if int.from_bytes(digest[:8], "big") / 2**64 < rl_share else "sft"
 
 
@@ -46,6 +47,7 @@ def _dumps(value: Any) -> str:
 
 
 def step_row(step: SolvedStep, renderer: StepRenderer, part: str) -> dict[str, Any]:
+    """One dataset row: the step's messages, target and knowledge, rendered and counted."""
     target = assistant_message(step.target.calls, step.target.answer)
     prompt_text = renderer.prompt_text(step.prompt, step.tools)
     completion_text = renderer.completion_text(step.prompt, step.tools, target)
@@ -66,6 +68,7 @@ def step_row(step: SolvedStep, renderer: StepRenderer, part: str) -> dict[str, A
 def build_rows(builder: StepBuilder, entries: Sequence[Any], trajectories: Sequence[Any], renderer: StepRenderer,
                *, rl_share: float, seed: int, own_tools: Sequence[Any] = (),
                progress: bool = True) -> tuple[list[dict[str, Any]], list[Skipped]]:  # fmt: skip
+    """Every item's rows (with its part) and the items left out, with why."""
     rows: list[dict[str, Any]] = []
     skipped: list[Skipped] = []
     bar = tqdm(iterate(builder, entries, trajectories, own_tools),
@@ -76,7 +79,10 @@ def build_rows(builder: StepBuilder, entries: Sequence[Any], trajectories: Seque
             skipped.append(result)
             continue
         part = part_of(source_id, seed, rl_share)
-        rows += [step_row(step, renderer, part) for step in result]
+        try:
+            rows += [step_row(step, renderer, part) for step in result]
+        except RenderError as error:  # the item is left out, named; the build goes on
+            skipped.append(Skipped(source_id, f"rendering: {error}"))
         bar.set_postfix(steps=len(rows), skipped=len(skipped))
     return rows, skipped
 

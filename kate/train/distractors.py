@@ -60,7 +60,8 @@ class DistractorKnowledge:
             return None
         hits, intent = knowledge.hits(user_text, history, context)
         extra: list[Hit] = []
-        if self.rate > 0 and self.count > 0 and chosen(self.seed, context, user_text, self.rate):
+        # only beside what retrieval shows: a step inference shows no knowledge gets none here either
+        if hits and self.rate > 0 and self.count > 0 and chosen(self.seed, context, user_text, self.rate):
             seen = {h.entry.id for h in hits}
             extra = [h for h in self.foreign(knowledge, user_text, context) if h.entry.id not in seen]
         shown = list(hits)

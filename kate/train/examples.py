@@ -7,7 +7,8 @@ a prefix of the next step's (the loop only appends to the history, knowledge inc
 causal model the packed example gives each step exactly the context it has alone, at the cost of
 one forward pass per dialogue instead of one per step (a multi-turn BFCL dialogue has ~13 steps over
 prompts of ~5k tokens). A dialogue whose steps are not prefixes of each other is left as steps.
-Examples longer than ``max_length`` are left out and counted, never cut.
+A packed dialogue longer than ``max_length`` is split into its steps; a step longer than that is
+left out and counted (``too_long``), never cut.
 """
 
 from __future__ import annotations
@@ -59,11 +60,13 @@ def sft_examples(tokenizer: Any, rows: Iterable[Mapping[str, Any]], *, pack: str
         group.sort(key=lambda r: (r["turn"], r["index"]))
         counts["steps"] += len(group)
         packed = dialogue_example(tokenizer, group) if pack == "dialogue" and len(group) > 1 else None
+        if packed is not None and max_length is not None and len(packed["input_ids"]) > max_length:
+            packed = None  # too long as one sequence: its steps may still fit one by one
         made = [packed] if packed is not None else [step_example(tokenizer, r) for r in group]
         counts["packed_dialogues"] += packed is not None
         for example in made:
             if max_length is not None and len(example["input_ids"]) > max_length:
-                counts["too_long"] += 1
+                counts["too_long"] += 1  # steps left out
                 continue
             examples.append({**example, "source_id": source_id})
     counts["examples"] = len(examples)

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from kate.io import atomic_write_json
-from kate.train.callbacks import MetricsLog, NameBase, last_checkpoint
+from kate.train.callbacks import MetricsLog, NameBase, check_job, last_checkpoint
 from kate.train.config import GRPOJobConfig
 from kate.train.data import load_dataset_dir
 from kate.train.model import finish, load_for_training
@@ -35,6 +35,7 @@ def grpo_rows(rows: Any, max_prompt_tokens: int) -> list[dict[str, Any]]:
 
 
 def run_grpo(cfg: GRPOJobConfig) -> dict[str, Any]:
+    """Train, resume from the last checkpoint when there is one, save; the run's summary."""
     from datasets import Dataset
     from trl import GRPOConfig, GRPOTrainer
 
@@ -42,19 +43,21 @@ def run_grpo(cfg: GRPOJobConfig) -> dict[str, Any]:
     if len(cfg.reward_weights) != len(REWARD_FUNCS):
         raise ValueError(f"reward_weights needs {len(REWARD_FUNCS)} weights (call_correct, format_valid, "
                          f"no_call_penalty), got {list(cfg.reward_weights)}")
-    batch = cfg.per_device_train_batch_size * cfg.gradient_accumulation_steps
-    if batch % cfg.num_generations:
-        raise ValueError(f"per_device_train_batch_size x gradient_accumulation_steps ({batch}) must be a "
-                         f"multiple of num_generations ({cfg.num_generations})")
-    rows, manifest = load_dataset_dir(cfg.data_dir, part=cfg.part)
-    prompts = grpo_rows(rows, cfg.max_prompt_tokens)
-    if not prompts:
-        raise ValueError(f"{cfg.data_dir}: no {cfg.part} step has a prompt of <= {cfg.max_prompt_tokens} tokens")
-    model, tokenizer = load_for_training(cfg.model, dtype=cfg.dtype, lora=cfg.lora, init_adapter=cfg.init_adapter)
+    # TRL checks the batch against the group (generation_batch_size % num_generations) here, before any load
     args = GRPOConfig(**common_args(cfg), num_generations=cfg.num_generations,
                       max_completion_length=cfg.max_completion_length, beta=cfg.beta, loss_type=cfg.loss_type,
                       temperature=cfg.temperature, reward_weights=list(cfg.reward_weights), use_vllm=cfg.use_vllm,
                       log_completions=False)  # fmt: skip
+    rows, manifest = load_dataset_dir(cfg.data_dir, part=cfg.part)
+    prompts = grpo_rows(rows, cfg.max_prompt_tokens)
+    if not prompts:
+        raise ValueError(f"{cfg.data_dir}: no {cfg.part} step has a prompt of <= {cfg.max_prompt_tokens} tokens")
+    check_job(cfg, manifest)
+    model, tokenizer = load_for_training(cfg.model, dtype=cfg.dtype, lora=cfg.lora, init_adapter=cfg.init_adapter)
+    sample = prompts[0]["prompt"]
+    if tokenizer(sample)["input_ids"] != tokenizer(sample, add_special_tokens=False)["input_ids"]:
+        raise ValueError(f"{cfg.model}: the tokenizer adds special tokens (a BOS) to the rendered prompts, which already "
+                         "carry the template's own; GRPO would see them twice")
     callbacks = [MetricsLog(cfg.output_dir), NameBase(cfg.model)]
     probe = probe_callback(cfg, cfg.data_dir)
     callbacks += [probe] if probe is not None else []

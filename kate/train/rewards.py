@@ -5,7 +5,9 @@ Completions are read by kate's strict parsers (a call is a parsed call, never a 
 - ``call_correct``: 1 when the step's calls are right. A call step: the parsed call set equals the
   ground truth's (canonical: argument order and key order do not matter); a BFCL single-turn step is
   judged by BFCL's official AST checker (it accepts the ground truth's alternatives). An answer or
-  no-call step: 1 for plain text with no call.
+  no-call step: 1 for plain text with no call that is not a refusal ("I can't assist with that" after
+  the results is the failure training is meant to fix). A multi-turn step is one call (the loop
+  takes the first call of a step): extra calls after the right one score 0.
 - ``format_valid``: 1 when the output reads cleanly, as calls or as a plain answer (no malformed call).
 - ``no_call_penalty``: -1 for a call where none was due, else 0.
 """
@@ -18,6 +20,7 @@ from functools import lru_cache
 from typing import Any
 
 from kate.toolcall import ToolCall, canonical_call_set, parse_model_output
+from kate.train.answers import REFUSALS
 from kate.toolcall.parsed import Parsed
 
 FORMATS = ("hermes", "json")
@@ -67,7 +70,9 @@ def call_correct(prompts: Sequence[Any], completions: Sequence[Any], *, target_c
     for i, completion in enumerate(completions):
         parsed = parse(completion)
         if kind[i] != "call":
-            out.append(1.0 if not parsed.calls and parsed.error is None and completion_text(completion).strip() else 0.0)
+            text = completion_text(completion).strip()
+            refused = any(r in text.lower() for r in REFUSALS)
+            out.append(1.0 if not parsed.calls and parsed.error is None and text and not refused else 0.0)
             continue
         if category is not None and source_id is not None:
             checked = _bfcl_checked(category[i], source_id[i], list(parsed.calls), parsed.error)

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from kate.io import atomic_write_json
-from kate.train.callbacks import MetricsLog, NameBase, last_checkpoint
+from kate.train.callbacks import MetricsLog, NameBase, check_job, last_checkpoint
 from kate.train.config import SFTJobConfig
 from kate.train.data import load_dataset_dir
 from kate.train.examples import sft_examples
@@ -33,10 +33,13 @@ def common_args(cfg: Any) -> dict[str, Any]:
 
 
 def probe_callback(cfg: Any, data_dir: str) -> CheckpointProbe | None:
+    """The checkpoint probe: decision points from the part not trained on, replay of the part trained on
+    (``part=all`` has no held-out part: the first-token probe then reads trained rows, as the probe says)."""
     if not cfg.probe.enabled:
         return None
-    held_out, _ = load_dataset_dir(data_dir, part="rl")
-    trained, _ = load_dataset_dir(data_dir, part="sft")
+    other = {"sft": "rl", "rl": "sft"}.get(cfg.part, "all")
+    held_out, _ = load_dataset_dir(data_dir, part=other)
+    trained, _ = load_dataset_dir(data_dir, part=cfg.part)
     short = lambda rows: [r for r in rows if r["prompt_tokens"] <= cfg.max_length]  # noqa: E731
     sets = probe_sets(short(held_out), short(trained), first_token=cfg.probe.held_out, replay=cfg.probe.replay,
                       near_miss=cfg.probe.near_miss, seed=cfg.seed)  # fmt: skip
@@ -51,12 +54,14 @@ def set_threads(threads: int | None) -> None:
 
 
 def run_sft(cfg: SFTJobConfig) -> dict[str, Any]:
+    """Train, resume from the last checkpoint when there is one, save; the run's summary."""
     from datasets import Dataset
     from trl import SFTConfig, SFTTrainer
 
     set_threads(cfg.threads)
     rows, manifest = load_dataset_dir(cfg.data_dir, part=cfg.part)
     model, tokenizer = load_for_training(cfg.model, dtype=cfg.dtype, lora=cfg.lora, init_adapter=cfg.init_adapter)
+    check_job(cfg, manifest)
     examples, counts = sft_examples(tokenizer, rows, pack=cfg.pack, max_length=cfg.max_length)
     if not examples:
         raise ValueError(f"{cfg.data_dir}: no {cfg.part} example fits max_length={cfg.max_length} ({counts})")

@@ -66,6 +66,8 @@ class SolvedStep:
 
 @dataclass
 class Skipped:
+    """An item left out of the dataset, and why."""
+
     source_id: str
     reason: str
 
@@ -142,8 +144,13 @@ class StepBuilder:
     no_call_answer: str
     system_prompt: str | None = "kate"
 
+    def settings(self) -> LoopSettings:
+        """The arms' loop (system prompt, one call per step), except that a ground-truth call repeated
+        within a turn runs again (``repeat_policy="off"``) and no step cap cuts a ground-truth turn."""
+        return LoopSettings(max_steps=64, repeat_policy="off", system_prompt=self.system_prompt, one_call=True)
+
     def _policy(self, teacher: TeacherModel, source_id: str) -> tuple[Policy, RecordingKnowledge]:
-        settings = LoopSettings(max_steps=64, repeat_policy="off", system_prompt=self.system_prompt, one_call=True)
+        settings = self.settings()
         recorder = RecordingKnowledge(self.knowledge, sibling_ids(source_id))
         return Policy(teacher, knowledge=recorder if self.knowledge is not None else None, settings=settings), recorder
 
@@ -212,6 +219,7 @@ class StepBuilder:
 
 def iterate(builder: StepBuilder, entries: Sequence[BFCLEntry], trajectories: Sequence[Trajectory],
             own_tools: Sequence[Any] = ()) -> Iterator[tuple[str, list[SolvedStep] | Skipped]]:
+    """``(item id, its steps or why it was left out)`` for every item, in order."""
     for entry in entries:
         yield entry.id, builder.bfcl_entry(entry)
     for item in own_tools:
