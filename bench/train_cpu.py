@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -50,9 +51,22 @@ OWN_TOOLS_MAX_STEPS = 4  # as bench/results/own_tools_baseline.json: an untraine
 
 
 def kate(*args: str) -> None:
+    """Run one kate job; if this script is stopped (SIGTERM, Ctrl-C), the job stops with it (an orphaned
+    trainer would go on writing into the same run folder beside the next one)."""
     command = [sys.executable, "-m", "kate.cli", *args, f"hydra.run.dir={RUNS / '.hydra' / args[0]}"]
     print("+", " ".join(command[2:]), flush=True)
-    subprocess.run(command, cwd=ROOT, check=True)
+    child = subprocess.Popen(command, cwd=ROOT)
+    try:
+        if child.wait() != 0:
+            raise SystemExit(f"{' '.join(args[:2])} failed (exit {child.returncode})")
+    finally:
+        if child.poll() is None:
+            child.terminate()
+            child.wait()
+
+
+def _stop_on_sigterm() -> None:
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # run the finally blocks above
 
 
 def stage_data() -> None:
@@ -97,6 +111,7 @@ def main() -> None:
     parser.add_argument("--arms", default="untrained_direct,trained_direct,untrained_kate,trained_kate",
                         help="eval arms, in this order")
     args = parser.parse_args()
+    _stop_on_sigterm()
     stages = args.stages.split(",")
     for stage in stages:
         if stage == "data":
