@@ -6,6 +6,17 @@ with kate eval's loop settings except ``max_steps=4`` (see OVERRIDES):
 
 * ``direct``: ``GreedySampler`` (conf/sampling/greedy.yaml)
 * ``w8v``: width 8 with the schema-valid vote (conf/sampling/width.yaml: n=8, valid_majority)
+* ``direct_answer``: greedy, and the turn-end options of ``kate/agent/turn_end.py``: a result fed
+  back into the same call counts as a repeat (``repeat_match=fed``), a repeat is answered by asking
+  for the answer prefilled with "Based on the result, " (``repeat_policy=answer``), and so is the
+  step cap (``answer_at_max_steps``). Chosen on the train half: after the recorded first call of
+  each train question, four presentations of the result (the tool message as is, the call named
+  in it, a user message repeating the question, no tools offered) left the model writing calls on
+  the first 8 questions tried; three prefills gave a plain answer on all 32 (see turn_end.py).
+* ``direct_answer_exact``: as ``direct_answer`` with ``repeat_match=exact`` (what ``fed`` adds).
+
+``--split test`` runs the chosen arms once on the test half (``bench/runs/own_tools/test/<arm>/``,
+``bench/results/own_tools_test.json``); nothing is chosen from it.
 
 Writes ``bench/results/own_tools_baseline.json``: per arm n, right-call share, right-answer share,
 turn-end counts (``kate.tasks.own_tools.summarize``), the split named.
@@ -38,54 +49,59 @@ from kate.eval.run_store import load_run  # noqa: E402
 from kate.io import atomic_write_json  # noqa: E402
 from kate.tasks.own_tools import OwnToolsTask, content_sha256, summarize  # noqa: E402
 
-SPLIT = "train"  # never the test half here
-ARMS = {"direct": "greedy", "w8v": "width"}
-RUNS = ROOT / "bench" / "runs" / "own_tools"
-RESULT = ROOT / "bench" / "results" / "own_tools_baseline.json"
+TURN_END = ["repeat_policy=answer", "repeat_match=fed", "answer_at_max_steps=true"]
+ARMS = {"direct": ("greedy", []), "w8v": ("width", []), "direct_answer": ("greedy", TURN_END),
+        "direct_answer_exact": ("greedy", ["repeat_policy=answer", "answer_at_max_steps=true"])}  # fmt: skip
+RUNS = {"train": ROOT / "bench" / "runs" / "own_tools", "test": ROOT / "bench" / "runs" / "own_tools" / "test"}
+RESULT = {"train": ROOT / "bench" / "results" / "own_tools_baseline.json",
+          "test": ROOT / "bench" / "results" / "own_tools_test.json"}  # fmt: skip
 # max_steps=4 (kate eval's default is 20): room for two calls, an answer and one more; a model that never
 # answers spends its steps on new calls (10 km -> m, then 10000 km -> m, ...), 20 of them ~4 minutes
 # a question on 2 CPU cores.
-OVERRIDES = ["llm.n_ctx=8192", "llm.max_parallel=8", "max_steps=4", "categories=[own_tools]", f"split={SPLIT}",
-             "limit=null"]  # fmt: skip
+OVERRIDES = ["llm.n_ctx=8192", "llm.max_parallel=8", "max_steps=4", "categories=[own_tools]", "limit=null"]
 
 
-def compose_arm(arm: str) -> dict:
+def compose_arm(arm: str, split: str) -> dict:
+    sampling, loop = ARMS[arm]
     with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
-        return plain(compose("eval", overrides=[f"sampling={ARMS[arm]}", f"name={arm}", *OVERRIDES]))
+        return plain(compose("eval", overrides=[f"sampling={sampling}", f"name={arm}", f"split={split}", *OVERRIDES,
+                                                *loop]))  # fmt: skip
 
 
-def run(arm: str, model, limit: int | None = None) -> float:
-    c = compose_arm(arm)
+def run(arm: str, model, split: str, limit: int | None = None) -> float:
+    c = compose_arm(arm, split)
     settings = loop_settings(c)
     policy = build_policy(model, c["sampling"], None, settings)
-    task = OwnToolsTask(split=SPLIT, limit=limit)
+    task = OwnToolsTask(split=split, limit=limit)
     start = time.perf_counter()
-    run_arm(arm, task, policy, RUNS / arm, seeds=[0], config=arm_config(c["llm"], c["sampling"], None, settings))
+    run_arm(arm, task, policy, RUNS[split] / arm, seeds=[0], config=arm_config(c["llm"], c["sampling"], None, settings))
     return round(time.perf_counter() - start, 1)
 
 
-def report(seconds: dict[str, float]) -> dict:
+def report(seconds: dict[str, float], split: str) -> dict:
     arms = {}
     for arm in ARMS:
-        folder = RUNS / arm / "seed_0"
+        folder = RUNS[split] / arm / "seed_0"
         if not (folder / "records.jsonl").exists():
             continue
         meta, records = load_run(folder)
-        figures = summarize(records).get(SPLIT, {"n": 0})
+        figures = summarize(records).get(split, {"n": 0})
         arms[arm] = {"sampler": meta["policy"]["sampler"], "loop": meta["config"]["loop"],
                      "model": meta["policy"]["model"].get("name"), **figures}  # fmt: skip
         if arm in seconds:
             arms[arm]["seconds_this_run"] = seconds[arm]
-    out = {"task": "own_tools", "split": SPLIT, "content_sha256": content_sha256(), "arms": arms,
-           "note": "untrained default model; records in bench/runs/own_tools/<arm>/seed_0/"}  # fmt: skip
-    atomic_write_json(RESULT, out)
+    where = RUNS[split].relative_to(ROOT)
+    out = {"task": "own_tools", "split": split, "content_sha256": content_sha256(), "arms": arms,
+           "note": f"untrained default model; records in {where}/<arm>/seed_0/"}  # fmt: skip
+    atomic_write_json(RESULT[split], out)
     return out
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--arms", default="direct", help="comma-separated: " + ", ".join(ARMS))
-    parser.add_argument("--limit", type=int, default=None, help="the first N train questions (default: all 32)")
+    parser.add_argument("--limit", type=int, default=None, help="the first N questions (default: all 32)")
+    parser.add_argument("--split", default="train", choices=sorted(RUNS), help="train (choose here) | test (once)")
     parser.add_argument("--report-only", action="store_true")
     args = parser.parse_args()
     seconds: dict[str, float] = {}
@@ -94,10 +110,10 @@ def main() -> None:
         unknown = [a for a in arms if a not in ARMS]
         if unknown:
             raise SystemExit(f"unknown arm(s) {unknown}; arms: {', '.join(ARMS)}")
-        model = instantiate(compose_arm(arms[0])["llm"])
+        model = instantiate(compose_arm(arms[0], args.split)["llm"])
         for arm in arms:
-            seconds[arm] = run(arm, model, args.limit)
-    out = report(seconds)
+            seconds[arm] = run(arm, model, args.split, args.limit)
+    out = report(seconds, args.split)
     for arm, row in out["arms"].items():
         print(f"{arm}: n={row['n']} call_ok={row.get('call_ok_share')} answer_ok={row.get('answer_ok_share')} "
               f"turn_ends={row.get('turn_ends')}")  # fmt: skip

@@ -517,4 +517,5 @@ def test_loop_settings_refuse_bad_values_naming_them():
     with pytest.raises(ValueError, match="max_steps"):
         LoopSettings(max_steps=1000)
     assert LoopSettings(system_prompt="none").system_message is None
-    assert set(LoopSettings.help()) == {"max_steps", "repeat_policy", "system_prompt", "one_call", "max_malformed"}
+    assert set(LoopSettings.help()) == {"max_steps", "repeat_policy", "system_prompt", "one_call", "max_malformed",
+                                        "repeat_match", "answer_prefill", "answer_at_max_steps"}  # fmt: skip

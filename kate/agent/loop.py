@@ -14,7 +14,11 @@ turn is a repeat, handled by ``repeat_policy`` for every sampler alike:
 * ``"end_turn"``: the turn ends (``end_reason="repeat"``); the repeat is recorded, not executed.
 * ``"warn"``: not executed again; each result says the call was already made, gives its
   earlier result, and invites an answer. A second repeat in the turn ends it.
+* ``"answer"``: not executed again; the loop asks for the answer, its reply starting with
+  ``answer_prefill``, and the turn ends (``kate/agent/turn_end.py``).
 * ``"off"``: repeats are executed like any call.
+``repeat_match="fed"`` also counts as a repeat a call that feeds an earlier call's result back into
+the same function; ``answer_at_max_steps`` asks for the answer once at the step cap.
 Under ``"end_turn"`` and ``"warn"`` a call repeated *within* one step runs once, and the same
 malformed output twice in a turn ends it (``end_reason="repeat"``); ``max_malformed`` ends a turn
 after that many malformed steps in a row (``end_reason="malformed"``).
@@ -31,6 +35,7 @@ from typing import TYPE_CHECKING
 from kate.agent.knowledge import KnowledgeContext
 from kate.agent.records import DialogueResult, StepRecord, TurnResult
 from kate.agent.settings import SEED_STRIDE
+from kate.agent.turn_end import Executed, ask_answer, check_answers_supported, fed_sources
 from kate.envs.actions import action_format_of, is_finished
 from kate.envs.base import Environment, Observation
 from kate.llm.base import Message, ToolSchema
@@ -82,8 +87,16 @@ def run_turn(policy: Policy, env: Environment, messages: list[Message], *, seed:
     history, retrieved = policy.prepare(messages, context)
     tools = env.tools() if tools is None else tools
     repeat_policy = settings.repeat_policy
+    if settings.asks_answers:
+        check_answers_supported(policy.model)
+    max_tokens = getattr(policy.sampler, "max_tokens", 256)
+
+    def answer_step(index: int) -> tuple[StepRecord, str | None]:
+        return ask_answer(policy.model, history, tools, prefill=settings.answer_prefill, index=index,
+                          seed=seed + index, max_tokens=max_tokens)  # fmt: skip
 
     steps: list[StepRecord] = []
+    executed: list[Executed] = []
     seen: dict[tuple[str, ...], tuple[int, tuple[ToolCall, ...], tuple[Observation, ...]]] = {}
     malformed: dict[str, int] = {}  # raw text of malformed steps -> first step index
     repeats, in_a_row, answer, end_reason = 0, 0, None, "max_steps"
@@ -115,25 +128,45 @@ def run_turn(policy: Policy, env: Environment, messages: list[Message], *, seed:
         calls = _with_ids(unique, f"call_{len(history)}")
         key = canonical_call_set(calls)
         earlier = seen.get(key) if repeat_policy != "off" else None
-        if earlier is not None:
-            first, earlier_calls, earlier_obs = earlier
+        fed = fed_sources(calls, executed) if earlier is None and settings.repeat_match == "fed" else None
+        if earlier is not None or fed is not None:
+            if earlier is not None:
+                first, earlier_calls, earlier_obs = earlier
+                results = _earlier_results(calls, earlier_calls, earlier_obs)
+            else:
+                first, results = min(j for j, _, _ in fed), [o for _, _, o in fed]
             repeats += 1
             steps.append(StepRecord(**record, calls=calls, observations=(), executed=False, repeat_of=first))
+            if repeat_policy == "answer":
+                asked, answer = answer_step(i + 1)
+                steps.append(asked)
+                if answer is not None:
+                    history.append({"role": "assistant", "content": answer})
+                end_reason = "answer" if answer is not None else "repeat"
+                break
             if repeat_policy == "end_turn" or repeats > 1:
                 end_reason = "repeat"
                 break
             history.append(policy_format.assistant(step.text, calls))
-            notes = [REPEAT_NOTE.format(result=o.content) for o in _earlier_results(calls, earlier_calls, earlier_obs)]
+            notes = [REPEAT_NOTE.format(result=o.content) for o in results]
             history.extend(policy_format.results(calls, notes))
             continue
         observations = tuple(_safe_execute(env, call) for call in calls)
         history.append(policy_format.assistant(step.text, calls))
         history.extend(policy_format.results(calls, [o.content for o in observations]))
         seen.setdefault(key, (i, calls, observations))
+        executed.extend((i, c, o) for c, o in zip(calls, observations))
         steps.append(StepRecord(**record, calls=calls, observations=observations, executed=True))
         if is_finished(env):
             end_reason = "finished"
             break
+    else:
+        if settings.answer_at_max_steps:
+            asked, answer = answer_step(settings.max_steps)
+            steps.append(asked)
+            if answer is not None:
+                history.append({"role": "assistant", "content": answer})
+                end_reason = "answer"
     knowledge = retrieved.text if retrieved is not None else None
     return TurnResult(user_text, knowledge, tuple(steps), answer, end_reason, history, start, env.state(), retrieved)
 

@@ -34,9 +34,10 @@ class StepRecord:
     executed: bool
     parse_error: str | None = None
     repeat_of: int | None = None
+    prefill: str | None = None  # an answer the loop asked for began with this text (kate/agent/turn_end.py)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "index": self.index,
             "calls": [c.to_dict() for c in self.calls],
             "text": self.text,
@@ -47,6 +48,9 @@ class StepRecord:
             "parse_error": self.parse_error,
             "repeat_of": self.repeat_of,
         }
+        if self.prefill is not None:
+            out["prefill"] = self.prefill
+        return out
 
 
 @dataclass(frozen=True)

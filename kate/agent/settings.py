@@ -9,7 +9,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-REPEAT_POLICIES = ("end_turn", "warn", "off")
+REPEAT_POLICIES = ("end_turn", "warn", "answer", "off")
+REPEAT_MATCHES = ("exact", "fed")
+ANSWER_PREFILL = "Based on the result, "
 # Turn ``t`` of a dialogue samples with ``seed + SEED_STRIDE * t``; step ``i`` of a turn with ``+ i``.
 SEED_STRIDE = 1000
 
@@ -47,7 +49,16 @@ class LoopSettings:
     max_steps: int = field(default=20, metadata=_help("model steps per user turn before the turn ends (BFCL: 20)"))
     repeat_policy: str = field(default="warn", metadata=_help(
         "a step repeating an earlier call set of the turn: end_turn | warn (not run again, the model is told; "
-        "a second repeat ends the turn) | off (run like any call)"))
+        "a second repeat ends the turn) | answer (not run again; the loop asks for the answer, its reply starting "
+        "with answer_prefill, and ends the turn) | off (run like any call)"))
+    repeat_match: str = field(default="exact", metadata=_help(
+        "what counts as a repeat: exact (the same call set) | fed (also a call to a function already called this "
+        "turn whose changed arguments hold values of that call's result: the result fed back into the same call)"))
+    answer_prefill: str = field(default=ANSWER_PREFILL, metadata=_help(
+        "the text an answer the loop asks for starts with (repeat_policy=answer, answer_at_max_steps); the model "
+        "client must take prefill= (llamacpp, hf, fake)"))
+    answer_at_max_steps: bool = field(default=False, metadata=_help(
+        "at the step cap, ask once for the answer (starting with answer_prefill) instead of ending without one"))
     system_prompt: str | None = field(default="kate", metadata=_help(
         "system message of a dialogue: a preset (kate), none, or the prompt's text"))
     one_call: bool = field(default=False, metadata=_help(
@@ -58,6 +69,10 @@ class LoopSettings:
     def __post_init__(self) -> None:
         if self.repeat_policy not in REPEAT_POLICIES:
             raise ValueError(f"repeat_policy must be one of {REPEAT_POLICIES}, got {self.repeat_policy!r}")
+        if self.repeat_match not in REPEAT_MATCHES:
+            raise ValueError(f"repeat_match must be one of {REPEAT_MATCHES}, got {self.repeat_match!r}")
+        if self.repeat_match == "fed" and self.repeat_policy == "off":
+            raise ValueError("repeat_match=fed needs a repeat_policy other than off (off runs every repeat)")
         if not isinstance(self.max_steps, int) or not 1 <= self.max_steps < SEED_STRIDE:
             raise ValueError(f"max_steps must be an integer in [1, {SEED_STRIDE}), got {self.max_steps!r}")
         if self.max_malformed is not None and self.max_malformed < 1:
@@ -65,13 +80,29 @@ class LoopSettings:
         resolve_system_prompt(self.system_prompt)
 
     @property
+    def asks_answers(self) -> bool:
+        """Whether the loop may ask for a prefilled answer (the model must take ``prefill=``)."""
+        return self.repeat_policy == "answer" or self.answer_at_max_steps
+
+    @property
     def system_message(self) -> str | None:
         """The system prompt's text (presets resolved), or None."""
         return resolve_system_prompt(self.system_prompt)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """The settings; the turn-end fields (``LATER_FIELDS``) only where they differ from their
+        defaults, so runs recorded before those fields existed keep their fingerprints."""
+        out = asdict(self)
+        for name in LATER_FIELDS:
+            if out[name] == _DEFAULTS[name]:
+                del out[name]
+        return out
 
     @classmethod
     def help(cls) -> dict[str, str]:
         return {f.name: f.metadata["help"] for f in fields(cls)}
+
+
+# Added after runs were recorded: to_dict names them only when set (see LoopSettings.to_dict).
+LATER_FIELDS = ("repeat_match", "answer_prefill", "answer_at_max_steps")
+_DEFAULTS = {f.name: f.default for f in fields(LoopSettings)}

@@ -19,11 +19,12 @@ from kate.llm.base import ChatModel
 from kate.retrieval.knowledge import make_knowledge
 from kate.tasks.base import Task
 
-LOOP_KEYS = ("max_steps", "repeat_policy", "system_prompt", "one_call")
+LOOP_KEYS = ("max_steps", "repeat_policy", "repeat_match", "answer_prefill", "answer_at_max_steps", "system_prompt",
+             "one_call")
 
 
 def loop_settings(cfg: Mapping[str, Any]) -> LoopSettings:
-    """The job's loop settings (``max_steps``, ``repeat_policy``, ``system_prompt``, ``one_call``)."""
+    """The job's loop settings (``LOOP_KEYS``; what a config leaves out keeps LoopSettings' default)."""
     return LoopSettings(**{k: cfg[k] for k in LOOP_KEYS if k in cfg})
 
 

@@ -36,7 +36,13 @@ class Split(Enum):
 class RepeatPolicy(Enum):
     end_turn = "end_turn"
     warn = "warn"
+    answer = "answer"
     off = "off"
+
+
+class RepeatMatch(Enum):
+    exact = "exact"
+    fed = "fed"
 
 
 @dataclass
@@ -50,7 +56,14 @@ class LoopFields:
     """The loop settings every arm of a job shares (``kate.agent.settings.LoopSettings``)."""
 
     max_steps: int = help_field("model steps per user turn (BFCL's own limit is 20)", 20)
-    repeat_policy: RepeatPolicy = help_field("a repeated call: end_turn | warn | off, the same for every arm", RepeatPolicy.warn)
+    repeat_policy: RepeatPolicy = help_field(
+        "a repeated call: end_turn | warn | answer (ask for the answer, prefilled) | off, the same for every arm",
+        RepeatPolicy.warn)
+    repeat_match: RepeatMatch = help_field("a repeat is: exact (the same calls) | fed (also a result fed back "
+                                           "into the same function)", RepeatMatch.exact)
+    answer_prefill: str = help_field("the start of an answer the loop asks for (kate/agent/settings.py)",
+                                     "Based on the result, ")
+    answer_at_max_steps: bool = help_field("at the step cap, ask once for the answer instead of ending", False)
     system_prompt: Optional[str] = help_field("dialogue system prompt: kate (kate/agent/settings.py), none, or a text", "kate")
     one_call: bool = help_field("multi-turn steps take the first call the model writes", True)
 

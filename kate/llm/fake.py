@@ -26,6 +26,9 @@ class FakeChatModel:
     repeat_last: bool = False
     formats: tuple[str, ...] = ("hermes", "json")
     requests: list[dict[str, Any]] = field(default_factory=list)
+    # The extra chat() keywords it claims to take (kate.llm.base.supports); ("prefill",) makes it
+    # return the prefill followed by the scripted text, as the local engines do.
+    options: tuple[str, ...] = ()
 
     def chat(
         self,
@@ -38,8 +41,11 @@ class FakeChatModel:
         seed: int | None = None,
         stop: list[str] | None = None,
         logprobs: bool = False,
+        prefill: str | None = None,
     ) -> list[Completion]:
         check_sampling_args(n, temperature, max_tokens)
+        if prefill is not None and "prefill" not in self.options:
+            raise TypeError("FakeChatModel: prefill= given, but 'prefill' is not in options")
         self.requests.append(
             {
                 "messages": [dict(m) for m in messages],
@@ -50,6 +56,7 @@ class FakeChatModel:
                 "seed": seed,
                 "stop": stop,
                 "logprobs": logprobs,
+                "prefill": prefill,
             }
         )
         index = len(self.requests) - 1
@@ -57,7 +64,7 @@ class FakeChatModel:
             if not (self.repeat_last and self.script):
                 raise IndexError(f"FakeChatModel: request {index + 1} but only {len(self.script)} scripted")
             index = len(self.script) - 1
-        texts = self._texts(self.script[index], messages, tools, n)
+        texts = [(prefill or "") + t for t in self._texts(self.script[index], messages, tools, n)]
         usage = Usage(prompt_tokens=sum(len(str(m.get("content") or "")) for m in messages))
         return [
             completion_from_text(

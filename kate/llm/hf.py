@@ -54,6 +54,8 @@ class HFChatModel:
     adapter applied (``peft.PeftModel``), or merged into the weights with ``merge=True``.
     """
 
+    options = ("prefill",)  # the extra chat() keywords it takes (kate.llm.base.supports)
+
     def __init__(
         self,
         model: str,
@@ -148,9 +150,12 @@ class HFChatModel:
         stop: list[str] | None = None,
         logprobs: bool = False,
         ignore_eos: bool = False,
+        prefill: str | None = None,
     ) -> list[Completion]:
+        """``prefill``: text the answer starts with, placed after the generation prompt; the
+        returned text includes it and is parsed whole (as ``LlamaCppChatModel.chat``)."""
         check_sampling_args(n, temperature, max_tokens)
-        input_ids = self._encode(self.render(messages, tools))
+        input_ids = self._encode(self.render(messages, tools) + (prefill or ""))
         sample = temperature > 0
         if seed is not None:
             torch.manual_seed(seed)
@@ -177,9 +182,10 @@ class HFChatModel:
         step_logprobs = None
         if logprobs:
             step_logprobs = torch.stack(out.logits, dim=1).float().log_softmax(-1)  # [n, steps, vocab]
-        return [self._completion(i, new_tokens[i], step_logprobs, prompt_len, stop) for i in range(n)]
+        return [self._completion(i, new_tokens[i], step_logprobs, prompt_len, stop, prefill or "") for i in range(n)]
 
-    def _completion(self, i: int, tokens: torch.Tensor, step_logprobs, prompt_len: int, stop) -> Completion:
+    def _completion(self, i: int, tokens: torch.Tensor, step_logprobs, prompt_len: int, stop,
+                    prefill: str = "") -> Completion:
         eos_ids = self._eos_ids()
         ids = tokens.tolist()
         length = next((k for k, t in enumerate(ids) if t in eos_ids), len(ids))
@@ -196,7 +202,7 @@ class HFChatModel:
                 TokenLogprob(self.tokenizer.decode([t]), float(step_logprobs[i, k, t]), t) for k, t in enumerate(ids)
             )
         return completion_from_text(
-            text,
+            prefill + text,
             formats=self.formats,
             finish_reason=finish,
             logprobs=token_logprobs,

@@ -1,0 +1,92 @@
+"""How a turn ends when the model does not end it: results fed back into the same call, and the
+answer the loop asks for.
+
+Measured on the own-tools task's training half (``bench/own_tools.py``): after a correct call and
+its result, the 0.5B model writes the call again (an exact repeat) or the same call with the
+result in place of an argument (``convert_currency(amount=100, ...)`` -> 92.0, then
+``convert_currency(amount=92, ...)``: the result *fed* back), until the repeat policy or the step
+cap ends the turn without an answer. Presenting the result otherwise (named in the tool message,
+or as a user message that repeats the question) did not change that on any question tried; an
+answer whose first words are given (``prefill``, e.g. "Based on the result, ") was written from
+the result on nearly all of them. So:
+
+* ``repeat_match="fed"`` counts a fed call as a repeat (``fed_sources``);
+* ``repeat_policy="answer"`` answers a repeat by asking for the answer, prefilled
+  (``ask_answer``); ``answer_at_max_steps`` does the same once at the step cap.
+
+The answer step is greedy whatever the sampler (there is no call to vote on) and is recorded like
+any step, with the prefill it started from.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+
+from kate.agent.records import StepRecord
+from kate.envs.base import Observation
+from kate.llm.base import ChatModel, Message, ToolSchema, supports
+from kate.toolcall import ToolCall
+
+_NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
+Executed = tuple[int, ToolCall, Observation]  # (step index, call, its observation)
+
+
+def _numbers(text: str) -> list[float]:
+    return [float(m) for m in _NUMBER.findall(text.replace(",", ""))]
+
+
+def _holds(value: object, observation: Observation) -> bool:
+    """Whether an argument value is taken from a result: a number written in it, or its whole text."""
+    content = str(observation.content or "")
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, (int, float)):
+        return any(math.isclose(float(value), n, rel_tol=1e-6, abs_tol=1e-9) for n in _numbers(content))
+    if isinstance(value, str):
+        return bool(value.strip()) and value.strip() == content.strip()
+    return False
+
+
+def fed_from(call: ToolCall, executed: Sequence[Executed]) -> Executed | None:
+    """The earlier call of the turn that ``call`` repeats exactly, or feeds: the same function,
+    every changed argument holding a value of that call's result. None: a new call."""
+    for entry in executed:
+        _, earlier, observation = entry
+        if earlier.name != call.name:
+            continue
+        new, old = dict(call.arguments), dict(earlier.arguments)
+        changed = [k for k in new.keys() | old.keys() if new.get(k, ...) != old.get(k, ...)]
+        if all(k in new and _holds(new[k], observation) for k in changed):
+            return entry
+    return None
+
+
+def fed_sources(calls: Sequence[ToolCall], executed: Sequence[Executed]) -> list[Executed] | None:
+    """For a step's calls, the earlier call each repeats or feeds; None when any call is new."""
+    sources = [fed_from(call, executed) for call in calls]
+    return None if any(s is None for s in sources) else sources  # type: ignore[return-value]
+
+
+def check_answers_supported(model: ChatModel) -> None:
+    """The loop's asked answers start with a prefill: refuse a client that cannot take one."""
+    if not supports(model, "prefill"):
+        name = getattr(model, "name", type(model).__name__)
+        raise ValueError(
+            f"repeat_policy=answer / answer_at_max_steps ask for an answer that starts with answer_prefill, and "
+            f"llm {name!r} does not take prefill= (use llamacpp, hf, or the fake model with options=[prefill])"
+        )
+
+
+def ask_answer(model: ChatModel, history: list[Message], tools: list[ToolSchema] | None, *, prefill: str,
+               index: int, seed: int, max_tokens: int) -> tuple[StepRecord, str | None]:
+    """One greedy step whose reply starts with ``prefill``: the record, and the answer (None when
+    the reply is still a call or unreadable: then the turn ends without one)."""
+    completion = model.chat(history, tools, n=1, temperature=0.0, max_tokens=max_tokens, seed=seed,
+                            prefill=prefill)[0]  # type: ignore[call-arg]
+    answered = not completion.tool_calls and completion.parse_error is None and bool(completion.text.strip())
+    record = StepRecord(index=index, calls=tuple(completion.tool_calls), text=completion.text, vote=None,
+                        observations=(), usage=completion.usage, executed=False,
+                        parse_error=completion.parse_error, prefill=prefill)  # fmt: skip
+    return record, (completion.text if answered else None)
