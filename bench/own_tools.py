@@ -14,6 +14,8 @@ with kate eval's loop settings except ``max_steps=4`` (see OVERRIDES):
   in it, a user message repeating the question, no tools offered) left the model writing calls on
   the first 8 questions tried; three prefills gave a plain answer on all 32 (see turn_end.py).
 * ``direct_answer_exact``: as ``direct_answer`` with ``repeat_match=exact`` (what ``fed`` adds).
+* ``st_answer``: ``direct_answer`` with ST knowledge from the train half (conf/arm/own_tools_st.yaml,
+  built by ``bench/own_tools_kb.py``; on the train half each question's own example is excluded).
 
 ``--split test`` runs the chosen arms once on the test half (``bench/runs/own_tools/test/<arm>/``,
 ``bench/results/own_tools_test.json``); nothing is chosen from it.
@@ -51,7 +53,8 @@ from kate.tasks.own_tools import OwnToolsTask, content_sha256, summarize  # noqa
 
 TURN_END = ["repeat_policy=answer", "repeat_match=fed", "answer_at_max_steps=true"]
 ARMS = {"direct": ("greedy", []), "w8v": ("width", []), "direct_answer": ("greedy", TURN_END),
-        "direct_answer_exact": ("greedy", ["repeat_policy=answer", "answer_at_max_steps=true"])}  # fmt: skip
+        "direct_answer_exact": ("greedy", ["repeat_policy=answer", "answer_at_max_steps=true"]),
+        "st_answer": ("greedy", [*TURN_END, "arm=own_tools_st"])}  # fmt: skip
 RUNS = {"train": ROOT / "bench" / "runs" / "own_tools", "test": ROOT / "bench" / "runs" / "own_tools" / "test"}
 RESULT = {"train": ROOT / "bench" / "results" / "own_tools_baseline.json",
           "test": ROOT / "bench" / "results" / "own_tools_test.json"}  # fmt: skip
@@ -71,10 +74,11 @@ def compose_arm(arm: str, split: str) -> dict:
 def run(arm: str, model, split: str, limit: int | None = None) -> float:
     c = compose_arm(arm, split)
     settings = loop_settings(c)
-    policy = build_policy(model, c["sampling"], None, settings)
+    knowledge = c.get("knowledge")
+    policy = build_policy(model, c["sampling"], knowledge, settings)
     task = OwnToolsTask(split=split, limit=limit)
     start = time.perf_counter()
-    run_arm(arm, task, policy, RUNS[split] / arm, seeds=[0], config=arm_config(c["llm"], c["sampling"], None, settings))
+    run_arm(arm, task, policy, RUNS[split] / arm, seeds=[0], config=arm_config(c["llm"], c["sampling"], knowledge, settings))
     return round(time.perf_counter() - start, 1)
 
 

@@ -2,7 +2,8 @@
 
 A ``Template`` is plain data (a Hydra config value): a header, one item format per entry type,
 a footer. Item fields: ``{n}`` (1-based), ``{question}``, ``{calls}``, ``{summary}``,
-``{intent}``, ``{steps}``, ``{code}`` (code-action entries), ``{score}``. Two presets:
+``{intent}``, ``{steps}``, ``{code}`` (code-action entries), ``{score}``, ``{results}`` and
+``{answer}`` (an ST entry's tool results and final reply, where its trajectory had them). Presets:
 
 * ``GUARDED`` (kate's default): examples are labelled as past examples from *other* tasks, not
   instructions; the model is told to call only the functions it has now and to take argument
@@ -12,6 +13,8 @@ a footer. Item fields: ``{n}`` (1-based), ``{question}``, ``{calls}``, ``{summar
   function the current tools do not offer (``knowledge_bases/selection.json``, K = 3, p = 0.5;
   both described in ``knowledge_bases/README.md``).
 * ``GUARDED_RESTATED``: ``GUARDED`` whose footer restates the user's request after the examples.
+* ``GUARDED_ANSWERED``: ``GUARDED_RESTATED`` whose ST examples go on to the call's result and the
+  reply written from it (for bases whose trajectories hold both: the turn's end is what is shown).
 * ``KATE``: the authors' wording (review the related experiences; you need not follow them).
 """
 
@@ -83,6 +86,9 @@ KATE = Template(
 
 
 GUARDED_RESTATED = Template(footer=RESTATED_FOOTER)
+GUARDED_ANSWERED = Template(footer=RESTATED_FOOTER, items={**GUARDED_ITEMS, "ST": (
+    "Past example {n} (another user, another task):\n  That user asked: {question}\n  Correct calls then: {calls}\n"
+    "  Result: {results}\n  Reply to that user: {answer}")})
 
 
 def _calls_text(calls: Sequence[Mapping[str, Any]], template: Template) -> str:
@@ -127,6 +133,8 @@ def render_hit(hit: Hit, n: int, template: Template) -> str:
         "intent": payload.get("intent", entry.text),
         "steps": _steps_text(payload.get("steps", [])),
         "code": payload.get("code", ""),
+        "results": "; ".join(str(r) for r in payload.get("results") or []) or "(none)",
+        "answer": payload.get("answer", ""),
     }
     try:
         return template.items[entry.type].format(**fields)
@@ -157,7 +165,8 @@ def template_from(values: Mapping[str, Any] | Template | None) -> Template:
     if isinstance(values, Template):
         return values
     values = dict(values or {})
-    base = {"kate": KATE, "guarded": GUARDED, "guarded_restated": GUARDED_RESTATED}[values.pop("preset", "guarded")]
+    presets = {"kate": KATE, "guarded": GUARDED, "guarded_restated": GUARDED_RESTATED, "guarded_answered": GUARDED_ANSWERED}
+    base = presets[values.pop("preset", "guarded")]
     if "items" in values:
         values["items"] = {**base.items, **dict(values["items"])}
     return Template(**{**base.to_dict(), **values})

@@ -191,7 +191,8 @@ class OwnToolsTask:
         system = policy.settings.system_message
         messages: list[Message] = [{"role": "system", "content": system}] if system else []
         messages.append({"role": "user", "content": item.question})
-        context = KnowledgeContext(NAME, api_classes=(), tools=tuple(env.tools()), exclude_ids=(item.id,))
+        # one user turn: the single-turn retrieval settings apply (conf/retrieval/own_tools.yaml is this task's)
+        context = KnowledgeContext("single_turn", api_classes=(), tools=tuple(env.tools()), exclude_ids=(item.id,))
         base = {"question": item.question, "tools": list(item.tools)}
         try:
             turn = policy.run_turn(env, messages, seed=seed, context=context)
