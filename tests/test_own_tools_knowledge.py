@@ -32,7 +32,7 @@ def test_the_base_holds_the_train_half_only_with_results_and_replies():
     called = [t for r in rows for t in r["turns"] if t["calls"]]
     assert called and all(len(t["results"]) == len(t["calls"]) and t["answer"] for t in called)
     manifest = json.loads((ROOT / "knowledge_bases" / "own_tools_train" / "manifest.json").read_text())
-    assert manifest["entry_count"] == len(rows) and manifest["types"] == ["ST"]
+    assert manifest["entry_count"] == len(rows) and manifest["types"] == {"ST": 32}
 
 
 def test_an_answered_example_shows_the_call_its_result_and_the_reply(knowledge):
