@@ -145,6 +145,7 @@ class ServeConfig:
     max_tokens: int = help_field("completion tokens when a request gives no max_tokens", 512)
     call_opening: str = help_field("the model's call opening, prefilled when tool_choice forces a call", "<tool_call>\n")
     report: bool = help_field("add the kate field (vote, knowledge hits) to responses", True)
+    gate: Any = help_field("a probe-triggered gate around each request's sampler (conf/gate/: probe); null: none", None)
     knowledge: ServeKnowledgeConfig = help_field("knowledge bases and retrieval", factory=ServeKnowledgeConfig)
     learn: LearnConfig = help_field("learning from use (off by default)", factory=LearnConfig)
     limits: ServeLimits = help_field("what one request may hold", factory=ServeLimits)

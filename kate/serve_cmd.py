@@ -81,7 +81,13 @@ def build_server(cfg: DictConfig | dict[str, Any], model: ChatModel | None = Non
                              temperature=float(cfg.get("temperature", 1.0)), max_tokens=int(cfg.get("max_tokens", 512)),
                              call_opening=str(cfg.get("call_opening", "<tool_call>\n")),
                              report=bool(cfg.get("report", True)))  # fmt: skip
-    service = ChatService(model_for, knowledge, settings)
+    gate = None
+    if cfg.get("gate"):
+        check_target(cfg["gate"], "gate")
+        gate = instantiate(cfg["gate"], _partial_=True)  # the belief is made once; the inner sampler per request
+        if getattr(gate.keywords.get("belief"), "probe", "") is None:
+            raise ValueError("gate.belief.probe is not set: the probe.npz that `kate diagnose name=probes` writes")
+    service = ChatService(model_for, knowledge, settings, gate)
     limits_cfg = dict(cfg.get("limits") or {})
     body_limit = int(limits_cfg.pop("max_body_bytes", 4 * 1024 * 1024))
     key_env = cfg.get("api_key_env")
@@ -97,6 +103,7 @@ def build_server(cfg: DictConfig | dict[str, Any], model: ChatModel | None = Non
 
     def describe() -> dict[str, Any]:
         return {"model": model_identity(model), "served_names": list(names), "settings": settings.__dict__,
+                "gate": repr(gate) if gate is not None else None,
                 "knowledge": knowledge.describe() if knowledge is not None else None,
                 "learn": learn}  # fmt: skip
 

@@ -28,7 +28,7 @@ def _groups():
 
 
 # the subcommand config whose defaults list holds each group
-HOST = {"llm": "demo", "sampling": "eval", "kb": "kb", "retrieval": "kb", "code_sampling": "appworld"}
+HOST = {"llm": "demo", "sampling": "eval", "kb": "kb", "retrieval": "kb", "code_sampling": "appworld", "gate": "serve"}
 # groups placed at another package in their host config: group -> that package
 PACKAGE = {"code_sampling": "arms.direct.sampling"}
 

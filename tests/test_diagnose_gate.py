@@ -24,7 +24,8 @@ TOOLS = arithmetic_items(1)[0].tools
 class PrefillFake(FakeChatModel):
     """The scripted model, taking ``prefill=`` as llama.cpp does (the returned text starts with it)."""
 
-    options = ("prefill",)
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, options=("prefill",), **kwargs)
 
     def chat(self, messages, tools=None, *, prefill=None, **kwargs):
         completions = super().chat(messages, tools, **kwargs)

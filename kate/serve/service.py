@@ -11,7 +11,10 @@ samples an in-process width sampler would.
 
 Settings: ``width`` (N voted over; 1 = no vote), ``vote``, ``temperature`` of width samples
 (a request's ``temperature`` overrides it; with width 1 and no temperature, decoding is greedy),
-``max_tokens`` when the request gives none.
+``max_tokens`` when the request gives none. ``gate``: a probe-triggered gate (``kate.sampling.gate``)
+made around each request's sampler (``gate(inner=sampler)``), so the belief decides what the answer
+starts with before the sampler and its vote act; a request that forces a call (``tool_choice``) is
+not gated. What the gate saw and did comes back per choice in the ``kate`` field (``gate``).
 """
 
 from __future__ import annotations
@@ -49,6 +52,7 @@ class ChatService:
     model_for: Callable[[str], ChatModel]
     knowledge: ServedKnowledge | None = None
     settings: ServeSettings = field(default_factory=ServeSettings)
+    gate: Callable[..., Sampler] | None = None  # gate(inner=sampler) -> the gated sampler (kate.sampling.gate)
 
     def sampler(self, request: ChatRequest, width: int, vote: str) -> Sampler:
         max_tokens = request.max_tokens or self.settings.max_tokens
@@ -68,14 +72,18 @@ class ChatService:
             raise bad_request("tool_choice that forces a call cannot be combined with the critic vote", "tool_choice")
         model = RequestModel.for_request(inner, request, call_opening=self.settings.call_opening)
         knowledge = self.knowledge.for_request(request.kate) if self.knowledge is not None else None
-        policy = Policy(model, self.sampler(request, width, vote), knowledge)
+        sampler = self.sampler(request, width, vote)
+        gated = self.gate is not None and not forced
+        if gated:
+            sampler = self.gate(inner=sampler)  # type: ignore[misc]
+        policy = Policy(model, sampler, knowledge)
         tools = None if request.tool_choice == "none" else request.tools
         context = KnowledgeContext("serve", tools=tuple(t["function"] for t in request.tools or ()))
         seed = request.seed % 2**63 if request.seed is not None else random.randrange(2**31)
         one_call = not request.parallel_tool_calls
-        if width == 1 and request.n > 1:
+        if width == 1 and request.n > 1 and not gated:
             return self._samples(request, policy, tools, context, seed, one_call)
-        choices, usage, votes, retrieved = [], [0, 0], [], None
+        choices, usage, votes, retrieved, gates = [], [0, 0], [], None, []
         for i in range(request.n):
             done = policy.step(request.messages, tools, seed=seed + i, context=context, one_call=one_call)
             step, retrieved = done.step, done.retrieved
@@ -86,7 +94,11 @@ class ChatService:
             votes.append(None if step.vote is None else step.vote.to_dict())
             if step.parse_error:
                 votes[-1] = {**(votes[-1] or {}), "parse_error": step.parse_error}
-        return completion_dict(request.model, choices, _usage(*usage), self._report(width, vote, votes, retrieved))
+            gates.append(getattr(step, "gate", None))
+        report = self._report(width, vote, votes, retrieved)
+        if report is not None and gated:
+            report["gate"] = gates
+        return completion_dict(request.model, choices, _usage(*usage), report)
 
     def _samples(self, request: ChatRequest, policy: Policy, tools, context, seed: int, one_call: bool) -> dict[str, Any]:
         """Width 1, ``n`` choices: one engine call of ``n`` samples (what an OpenAI server returns)."""

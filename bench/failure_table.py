@@ -1,0 +1,204 @@
+"""What the default model gets wrong on BFCL's TRAINING halves, and which of it an example could fix
+(issue: knowledge that helps). Arms run by kate's one runner into ``bench/runs/train_folds/<arm>/``
+(resumable), composed as ``kate eval arm=direct split=train`` composes them:
+
+* ``direct``: greedy, no knowledge (conf/arm/direct.yaml), kate eval's loop settings;
+* ``direct_answer``: the same with the turn-end options (``kate/agent/turn_end.py``:
+  ``repeat_policy=answer``, ``repeat_match=fed``, ``answer_at_max_steps``), multi-turn only: what
+  the loop-side options do to BFCL's repeat loops, measured on the training half.
+
+    .venv/bin/python bench/failure_table.py --single 20 --multi 10        # run direct (then report)
+    .venv/bin/python bench/failure_table.py --arms direct_answer --single 0 --multi 10
+    .venv/bin/python bench/failure_table.py --report-only
+
+Writes ``bench/results/failure_table.{json,md}``: per single-turn category the failures by kind; per
+multi-turn dialogue the turn ends and the argument-form failures; the "could an example fix it"
+column is a judgement per kind, stated in ``FIXABLE`` (not measured here; the selection runs of
+``knowledge_bases/selection_llm.json`` measure what examples did).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import sys
+from collections import Counter, defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from hydra import compose, initialize_config_dir  # noqa: E402
+from hydra.utils import instantiate  # noqa: E402
+
+import kate.configs  # noqa: E402,F401  (the typed job schemas)
+from kate.bfcl.data import SINGLE_TURN, load_entries  # noqa: E402
+from kate.cli import CONF_DIR  # noqa: E402
+from kate.eval.arm import arm_config, build_policy, loop_settings  # noqa: E402
+from kate.eval.config import plain  # noqa: E402
+from kate.eval.run_store import load_run  # noqa: E402
+from kate.eval.runner import open_run, run_task  # noqa: E402
+from kate.io import atomic_write_json, atomic_write_text  # noqa: E402
+from kate.tasks.bfcl import BFCLTask  # noqa: E402
+
+RUNS = ROOT / "bench" / "runs" / "train_folds"
+RESULT = ROOT / "bench" / "results" / "failure_table"
+LLM_OVERRIDES = ["llm.max_parallel=8"]
+TURN_END = ["repeat_policy=answer", "repeat_match=fed", "answer_at_max_steps=true"]
+ARMS = {"direct": [], "direct_answer": TURN_END}
+FS_FUNCTIONS = {"cd", "ls", "mv", "cp", "cat", "rm", "rmdir", "mkdir", "touch", "grep", "tail", "wc", "sort", "diff",
+                "du", "find", "echo"}  # fmt: skip
+FIXABLE = {  # kind -> (could an example fix it?, how)
+    "parallel cut to fewer calls": ("yes", "an example answered with several calls (the pattern, names mapped or masked)"),
+    "missing call": ("maybe", "an example of a call for a like request"),
+    "call where none was due": ("maybe", "a no-call example; the guarded template's 'answer without a call'"),
+    "wrong function": ("maybe", "an example using the right function of these tools"),
+    "argument value or form": ("sometimes", "the argument forms the tools declare; example values get copied"),
+    "missing or unexpected argument": ("sometimes", "an example with the function's full argument set"),
+    "malformed output": ("no", "the output format: the parser and the prompt, not knowledge"),
+    "wrong number of calls": ("maybe", "an example with the right number of calls"),
+    "turn ended by a repeat": ("partly", "examples that end the turn with an answer; the loop's turn-end options"),
+    "turn hit the step cap": ("partly", "as for repeats"),
+    "path where cd was due": ("yes", "a state-aware example: cd first, then relative names"),
+    "turn without a call where calls were due": ("maybe", "an example of the turn's calls"),
+}
+
+
+def compose_arm(arm: str) -> dict:
+    with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
+        return plain(compose("eval", overrides=["arm=direct", f"name={arm}", "split=train", *LLM_OVERRIDES,
+                                                *ARMS[arm]]))  # fmt: skip
+
+
+def run(arm: str, model, single: int, multi: int) -> None:
+    c = compose_arm(arm)
+    entries = [e for cat in SINGLE_TURN for e in load_entries(cat, "train", single)] if single else []
+    entries += load_entries("multi_turn_base", "train", multi) if multi else []  # the long part last
+    settings = loop_settings(c)
+    policy = build_policy(model, c["sampling"], c["knowledge"], settings)
+    task = BFCLTask(entries, "train")
+    store = open_run(RUNS / arm / "seed_0", arm=arm, task=task, policy=policy, seed=0,
+                     config=arm_config(c["llm"], c["sampling"], c["knowledge"], settings))  # fmt: skip
+    run_task(task, policy, store, seed=0, desc=f"{arm} (train folds)")
+
+
+def _value(record: dict, key: str):
+    value = record.get(key)
+    if isinstance(value, str):
+        try:
+            return ast.literal_eval(value)
+        except (ValueError, SyntaxError):
+            return value
+    return value
+
+
+def single_kind(record: dict, expected_calls: int) -> str:
+    error = str(record.get("error_type") or "")
+    made = len(_value(record, "calls") or [])
+    if error.startswith("irrelevance_error"):
+        return "call where none was due"
+    if error in ("relevance_error:no_call", "kate:no_call") or (made == 0 and expected_calls > 0):
+        return "missing call"
+    if error == "kate:malformed_call":
+        return "malformed output"
+    if error.endswith("wrong_count"):
+        return "parallel cut to fewer calls" if made < expected_calls else "wrong number of calls"
+    if error.endswith("wrong_func_name"):
+        return "wrong function"
+    if error.endswith(("missing_required", "missing_optional", "unexpected_param")):
+        return "missing or unexpected argument"
+    if error.startswith(("value_error", "type_error")) or "nested" in error:
+        return "argument value or form"
+    return error or "other"
+
+
+def turn_kinds(turn: dict) -> list[str]:
+    kinds = []
+    end = turn.get("end_reason")
+    if end == "repeat":
+        kinds.append("turn ended by a repeat")
+    elif end == "max_steps":
+        kinds.append("turn hit the step cap")
+    calls = [c for s in turn.get("steps", []) if s.get("executed") for c in s.get("calls", [])]
+    if any(c["name"] in FS_FUNCTIONS and c["name"] != "cd" and any(isinstance(v, str) and "/" in v.strip("/")
+           for v in c.get("arguments", {}).values()) for c in calls):  # fmt: skip
+        kinds.append("path where cd was due")
+    return kinds
+
+
+def report() -> dict:
+    out: dict = {"split": "train", "arms": {}, "fixable": {k: {"example": a, "how": b} for k, (a, b) in FIXABLE.items()}}
+    for arm in ARMS:
+        folder = RUNS / arm / "seed_0"
+        if not (folder / "records.jsonl").exists():
+            continue
+        _, records = load_run(folder)
+        expected = {e.id: e for cat in {r["category"] for r in records} for e in load_entries(cat, "train")}
+        single: dict = defaultdict(lambda: {"n": 0, "failed": 0, "kinds": Counter()})
+        multi = {"dialogues": 0, "solved": 0, "turns": 0, "turns_passed": 0, "turn_ends": Counter(), "kinds": Counter(),
+                 "dialogue_errors": Counter()}  # fmt: skip
+        for r in records:
+            if r["category"].startswith("multi_turn"):
+                multi["dialogues"] += 1
+                multi["solved"] += bool(_value(r, "valid"))
+                multi["turns"] += int(_value(r, "turns_total") or 0)
+                multi["turns_passed"] += int(_value(r, "turns_passed") or 0)
+                if not _value(r, "valid"):
+                    multi["dialogue_errors"][str(r.get("error_type"))] += 1
+                for turn in _value(r, "turns") or []:
+                    multi["turn_ends"][str(turn.get("end_reason"))] += 1
+                    multi["kinds"].update(turn_kinds(turn))
+                continue
+            row = single[r["category"]]
+            row["n"] += 1
+            if not _value(r, "valid"):
+                row["failed"] += 1
+                truth = expected[r["id"]].ground_truth if r["id"] in expected else []
+                row["kinds"][single_kind(r, len(truth) if isinstance(truth, list) else 1)] += 1
+        out["arms"][arm] = {"single_turn": {c: {**v, "kinds": dict(v["kinds"])} for c, v in sorted(single.items())},
+                            "multi_turn_base": {k: dict(v) if isinstance(v, Counter) else v for k, v in multi.items()}}
+    atomic_write_json(RESULT.with_suffix(".json"), out)
+    atomic_write_text(RESULT.with_suffix(".md"), markdown(out))
+    return out
+
+
+def markdown(out: dict) -> str:
+    lines = ["# What the default model gets wrong on BFCL's training halves", "",
+             "Regenerate: `.venv/bin/python bench/failure_table.py --report-only` (records in bench/runs/train_folds/). "
+             "Greedy, no knowledge, qwen2.5-coder-0.5b-instruct-q4_k_m; the first N train-half entries per category.", ""]  # fmt: skip
+    for arm, data in out["arms"].items():
+        lines += [f"## {arm}", "", "| category | n | failed | failures by kind |", "|---|---:|---:|---|"]
+        for cat, row in data["single_turn"].items():
+            kinds = ", ".join(f"{k} {v}" for k, v in sorted(row["kinds"].items(), key=lambda kv: -kv[1]))
+            lines.append(f"| {cat} | {row['n']} | {row['failed']} | {kinds} |")
+        m = data["multi_turn_base"]
+        if m["dialogues"]:
+            lines += ["", f"multi_turn_base: {m['dialogues']} dialogues, {m['solved']} solved, "
+                          f"{m['turns_passed']} of {m['turns']} turns passed; turn ends {json.dumps(m['turn_ends'])}; "
+                          f"turn failures {json.dumps(m['kinds'])}; dialogue errors {json.dumps(m['dialogue_errors'])}"]  # fmt: skip
+        lines.append("")
+    lines += ["## Could an example fix it? (a judgement per kind, not a measurement)", "", "| kind | example | how |",
+              "|---|---|---|"] + [f"| {k} | {v['example']} | {v['how']} |" for k, v in out["fixable"].items()]  # fmt: skip
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--arms", default="direct", help="comma-separated: " + ", ".join(ARMS))
+    parser.add_argument("--single", type=int, default=20, help="train-half entries per single-turn category")
+    parser.add_argument("--multi", type=int, default=10, help="train-half multi_turn_base dialogues")
+    parser.add_argument("--report-only", action="store_true")
+    args = parser.parse_args()
+    if not args.report_only:
+        arms = [a for a in args.arms.split(",") if a]
+        model = instantiate(compose_arm(arms[0])["llm"])
+        for arm in arms:
+            run(arm, model, args.single, args.multi)
+    out = report()
+    for arm, data in out["arms"].items():
+        print(arm, json.dumps(data["multi_turn_base"]), {c: r["failed"] for c, r in data["single_turn"].items()})
+
+
+if __name__ == "__main__":
+    main()
