@@ -219,7 +219,7 @@ class Diagnosis(LadderJobs):
         g = self.c["gate"]
         if not supports(self.model, "prefill"):
             raise ValueError(
-                f"the gate prefills answers; llm {self.model.name!r} does not take prefill= (use llm=llamacpp)"
+                f"the gate prefills answers; llm {self.model.name!r} does not take prefill= (use llm=llamacpp or llm=hf)"
             )
         labels = self.necessity()
         beliefs = self._beliefs()
@@ -304,7 +304,7 @@ def run_diagnose(cfg: DictConfig, acting: Any = None) -> dict[str, Any]:
             if supports(job.model, "prefill") or c["name"] == "gate":
                 out[name] = job.gate()
             else:
-                print(f"kate diagnose: the gate needs a client that takes prefill= (llm=llamacpp); skipped")
+                print(f"kate diagnose: the gate needs a client that takes prefill= (llm=llamacpp or llm=hf); skipped")
                 out[name] = None
         else:  # the Diagnostics II rungs
             out[name] = getattr(job, name)()

@@ -53,7 +53,7 @@ class PrefilledModel:
     def __post_init__(self) -> None:
         if not supports(self.inner, "prefill"):
             raise GateError(f"the gate prefills the answer, but model {getattr(self.inner, 'name', self.inner)!r} "
-                             "does not take prefill= (use a client that does, e.g. llm=llamacpp)")  # fmt: skip
+                             "does not take prefill= (use a client that does, e.g. llm=llamacpp or llm=hf)")  # fmt: skip
 
     @property
     def name(self) -> str:
