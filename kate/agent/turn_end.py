@@ -70,10 +70,12 @@ def fed_sources(calls: Sequence[ToolCall], executed: Sequence[Executed]) -> list
 
 
 def check_answers_supported(model: ChatModel) -> None:
-    """The loop's asked answers start with a prefill: refuse a client that cannot take one."""
+    """The loop's asked answers start with a prefill: refuse a client that cannot take one. A
+    ``TypeError``, not a ``ValueError``: tasks record those item by item as model errors, and loop
+    settings the client cannot honour should stop the run."""
     if not supports(model, "prefill"):
         name = getattr(model, "name", type(model).__name__)
-        raise ValueError(
+        raise TypeError(
             f"repeat_policy=answer / answer_at_max_steps ask for an answer that starts with answer_prefill, and "
             f"llm {name!r} does not take prefill= (use llamacpp, hf, or the fake model with options=[prefill])"
         )
