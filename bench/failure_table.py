@@ -5,10 +5,14 @@
 * ``direct``: greedy, no knowledge (conf/arm/direct.yaml), kate eval's loop settings;
 * ``direct_answer``: the same with the turn-end options (``kate/agent/turn_end.py``:
   ``repeat_policy=answer``, ``repeat_match=fed``, ``answer_at_max_steps``), multi-turn only: what
-  the loop-side options do to BFCL's repeat loops, measured on the training half.
+  the loop-side options do to BFCL's repeat loops, measured on the training half;
+* ``pattern``: single-turn knowledge as a call pattern on the request's own tools
+  (conf/arm/pattern.yaml, ``kate/retrieval/pattern.py``), on the same single-turn entries as
+  ``direct``: fixed / broken against it per category.
 
     .venv/bin/python bench/failure_table.py --single 20 --multi 10        # run direct (then report)
     .venv/bin/python bench/failure_table.py --arms direct_answer --single 0 --multi 10
+    .venv/bin/python bench/failure_table.py --arms pattern --single 12 --multi 0 --categories simple_python,multiple,parallel,parallel_multiple
     .venv/bin/python bench/failure_table.py --report-only
 
 Writes ``bench/results/failure_table.{json,md}``: per single-turn category the failures by kind; per
@@ -46,7 +50,7 @@ RUNS = ROOT / "bench" / "runs" / "train_folds"
 RESULT = ROOT / "bench" / "results" / "failure_table"
 LLM_OVERRIDES = ["llm.max_parallel=8"]
 TURN_END = ["repeat_policy=answer", "repeat_match=fed", "answer_at_max_steps=true"]
-ARMS = {"direct": [], "direct_answer": TURN_END}
+ARMS = {"direct": ("direct", []), "direct_answer": ("direct", TURN_END), "pattern": ("pattern", [])}
 FS_FUNCTIONS = {"cd", "ls", "mv", "cp", "cat", "rm", "rmdir", "mkdir", "touch", "grep", "tail", "wc", "sort", "diff",
                 "du", "find", "echo"}  # fmt: skip
 FIXABLE = {  # kind -> (could an example fix it?, how)
@@ -67,13 +71,13 @@ FIXABLE = {  # kind -> (could an example fix it?, how)
 
 def compose_arm(arm: str) -> dict:
     with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
-        return plain(compose("eval", overrides=["arm=direct", f"name={arm}", "split=train", *LLM_OVERRIDES,
-                                                *ARMS[arm]]))  # fmt: skip
+        return plain(compose("eval", overrides=[f"arm={ARMS[arm][0]}", f"name={arm}", "split=train", *LLM_OVERRIDES,
+                                                *ARMS[arm][1]]))  # fmt: skip
 
 
-def run(arm: str, model, single: int, multi: int) -> None:
+def run(arm: str, model, single: int, multi: int, categories: tuple[str, ...] = SINGLE_TURN) -> None:
     c = compose_arm(arm)
-    entries = [e for cat in SINGLE_TURN for e in load_entries(cat, "train", single)] if single else []
+    entries = [e for cat in categories for e in load_entries(cat, "train", single)] if single else []
     entries += load_entries("multi_turn_base", "train", multi) if multi else []  # the long part last
     settings = loop_settings(c)
     policy = build_policy(model, c["sampling"], c["knowledge"], settings)
@@ -156,10 +160,35 @@ def report() -> dict:
                 row["failed"] += 1
                 truth = expected[r["id"]].ground_truth if r["id"] in expected else []
                 row["kinds"][single_kind(r, len(truth) if isinstance(truth, list) else 1)] += 1
+        valid = {r["id"]: bool(_value(r, "valid")) for r in records}
+        out.setdefault("_valid", {})[arm] = valid
         out["arms"][arm] = {"single_turn": {c: {**v, "kinds": dict(v["kinds"])} for c, v in sorted(single.items())},
                             "multi_turn_base": {k: dict(v) if isinstance(v, Counter) else v for k, v in multi.items()}}
+    out["paired"] = paired(out.pop("_valid", {}))
     atomic_write_json(RESULT.with_suffix(".json"), out)
     atomic_write_text(RESULT.with_suffix(".md"), markdown(out))
+    return out
+
+
+def paired(valid: dict[str, dict[str, bool]]) -> dict:
+    """Each arm against ``direct`` on the single-turn entries both ran: per category n, direct's and the
+    arm's correct counts, fixed (wrong -> right) and broken (right -> wrong)."""
+    base, out = valid.get("direct", {}), {}
+    for arm, rows in valid.items():
+        if arm == "direct":
+            continue
+        per: dict = defaultdict(lambda: {"n": 0, "direct": 0, "arm": 0, "fixed": 0, "broken": 0})
+        for item, ok in rows.items():
+            if item not in base or item.startswith("multi_turn"):
+                continue
+            row = per[item.rsplit("_", 1)[0]]
+            row["n"] += 1
+            row["direct"] += base[item]
+            row["arm"] += ok
+            row["fixed"] += ok and not base[item]
+            row["broken"] += base[item] and not ok
+        if per:
+            out[arm] = dict(sorted(per.items()))
     return out
 
 
@@ -178,6 +207,11 @@ def markdown(out: dict) -> str:
                           f"{m['turns_passed']} of {m['turns']} turns passed; turn ends {json.dumps(m['turn_ends'])}; "
                           f"turn failures {json.dumps(m['kinds'])}; dialogue errors {json.dumps(m['dialogue_errors'])}"]  # fmt: skip
         lines.append("")
+    for arm, per in out.get("paired", {}).items():
+        lines += [f"## {arm} against direct (the same single-turn entries)", "",
+                  "| category | n | direct | " + arm + " | fixed | broken |", "|---|---:|---:|---:|---:|---:|"]
+        lines += [f"| {c} | {r['n']} | {r['direct']} | {r['arm']} | {r['fixed']} | {r['broken']} |" for c, r in per.items()]
+        lines.append("")
     lines += ["## Could an example fix it? (a judgement per kind, not a measurement)", "", "| kind | example | how |",
               "|---|---|---|"] + [f"| {k} | {v['example']} | {v['how']} |" for k, v in out["fixable"].items()]  # fmt: skip
     return "\n".join(lines) + "\n"
@@ -188,13 +222,14 @@ def main() -> None:
     parser.add_argument("--arms", default="direct", help="comma-separated: " + ", ".join(ARMS))
     parser.add_argument("--single", type=int, default=20, help="train-half entries per single-turn category")
     parser.add_argument("--multi", type=int, default=10, help="train-half multi_turn_base dialogues")
+    parser.add_argument("--categories", default=",".join(SINGLE_TURN), help="single-turn categories (comma-separated)")
     parser.add_argument("--report-only", action="store_true")
     args = parser.parse_args()
     if not args.report_only:
         arms = [a for a in args.arms.split(",") if a]
         model = instantiate(compose_arm(arms[0])["llm"])
         for arm in arms:
-            run(arm, model, args.single, args.multi)
+            run(arm, model, args.single, args.multi, tuple(c for c in args.categories.split(",") if c))
     out = report()
     for arm, data in out["arms"].items():
         print(arm, json.dumps(data["multi_turn_base"]), {c: r["failed"] for c, r in data["single_turn"].items()})

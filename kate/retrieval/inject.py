@@ -15,6 +15,9 @@ a footer. Item fields: ``{n}`` (1-based), ``{question}``, ``{calls}``, ``{summar
 * ``GUARDED_RESTATED``: ``GUARDED`` whose footer restates the user's request after the examples.
 * ``GUARDED_ANSWERED``: ``GUARDED_RESTATED`` whose ST examples go on to the call's result and the
   reply written from it (for bases whose trajectories hold both: the turn's end is what is shown).
+* ``GUARDED_PATTERN``: ST examples as a pattern on the current tools (``kate/retrieval/pattern.py``:
+  the number of calls and the request's own functions and parameters, values as placeholders), so
+  the form of a reply with several calls transfers and no foreign name or value can be copied.
 * ``KATE``: the authors' wording (review the related experiences; you need not follow them).
 """
 
@@ -25,6 +28,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from kate.retrieval.pattern import pattern_calls
 from kate.retrieval.retriever import Hit
 from kate.toolcall import ToolCall, to_json_text, to_python_call
 
@@ -62,6 +66,7 @@ class Template:
     call_format: str = "python"  # how example calls are written: python (f(a=1)) | json
     show_values: bool = True  # False: argument values become <argument> placeholders (nothing to copy)
     no_calls: str = "no function call (the correct reply made none)"
+    call_pattern: bool = False  # example calls rewritten onto the current tools (kate/retrieval/pattern.py)
     max_chars: int | None = 4000  # the whole injection is cut to this, at an item boundary
 
     def __post_init__(self) -> None:
@@ -86,14 +91,24 @@ KATE = Template(
 
 
 GUARDED_RESTATED = Template(footer=RESTATED_FOOTER)
+GUARDED_PATTERN = Template(
+    header=("[Reference only: a solved request of ANOTHER user, written with your functions and with its values "
+            "hidden. It shows the pattern of the reply: how many calls, one per thing asked for, all in one reply.]"),
+    items={**GUARDED_ITEMS, "ST": "Example {n}: that user asked: {question}\n  Correct calls then:\n{calls}"},
+    footer=("[Now answer the request above: one call per thing it asks for, every value taken from it:]\n{request}"),
+    call_format="json", call_pattern=True,
+)
 GUARDED_ANSWERED = Template(footer=RESTATED_FOOTER, items={**GUARDED_ITEMS, "ST": (
     "Past example {n} (another user, another task):\n  That user asked: {question}\n  Correct calls then: {calls}\n"
     "  Result: {results}\n  Reply to that user: {answer}")})
 
 
-def _calls_text(calls: Sequence[Mapping[str, Any]], template: Template) -> str:
+def _calls_text(calls: Sequence[Mapping[str, Any]], template: Template,
+                tools: Sequence[Mapping[str, Any]] | None = None) -> str:  # fmt: skip
     if not calls:
         return template.no_calls
+    if template.call_pattern and tools:
+        return pattern_calls(calls, tools)
     if not template.show_values:
         if template.call_format == "json":
             masked = [{"name": c["name"], "arguments": {k: f"<{k}>" for k in c.get("arguments", {})}} for c in calls]
@@ -122,13 +137,13 @@ def _steps_text(steps: Sequence[Mapping[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def render_hit(hit: Hit, n: int, template: Template) -> str:
+def render_hit(hit: Hit, n: int, template: Template, tools: Sequence[Mapping[str, Any]] | None = None) -> str:
     entry, payload = hit.entry, hit.entry.payload
     fields = {
         "n": n,
         "score": f"{hit.score:.2f}",
         "question": payload.get("question", entry.text),
-        "calls": _calls_text(payload.get("calls", []), template),
+        "calls": _calls_text(payload.get("calls", []), template, tools),
         "summary": payload.get("summary", ""),
         "intent": payload.get("intent", entry.text),
         "steps": _steps_text(payload.get("steps", [])),
@@ -142,7 +157,8 @@ def render_hit(hit: Hit, n: int, template: Template) -> str:
         raise ValueError(f"template item for {entry.type}: unknown field or type {exc}") from None
 
 
-def render_knowledge(hits: Sequence[Hit], template: Template = GUARDED, request: str = "") -> str | None:
+def render_knowledge(hits: Sequence[Hit], template: Template = GUARDED, request: str = "",
+                     tools: Sequence[Mapping[str, Any]] | None = None) -> str | None:  # fmt: skip
     """The text to append to the user message, or None when there is nothing to add. The header
     and footer may name ``{request}``, the current user text (e.g. to restate it after the examples,
     so that the last request the model reads is the user's own)."""
@@ -151,7 +167,7 @@ def render_knowledge(hits: Sequence[Hit], template: Template = GUARDED, request:
     header, footer = template.header.replace("{request}", request), template.footer.replace("{request}", request)
     items, used = [], len(header) + len(footer)
     for n, hit in enumerate(hits, start=1):
-        text = render_hit(hit, n, template)
+        text = render_hit(hit, n, template, tools)
         if template.max_chars is not None and items and used + len(text) > template.max_chars:
             break
         items.append(text)
@@ -165,7 +181,8 @@ def template_from(values: Mapping[str, Any] | Template | None) -> Template:
     if isinstance(values, Template):
         return values
     values = dict(values or {})
-    presets = {"kate": KATE, "guarded": GUARDED, "guarded_restated": GUARDED_RESTATED, "guarded_answered": GUARDED_ANSWERED}
+    presets = {"kate": KATE, "guarded": GUARDED, "guarded_restated": GUARDED_RESTATED,
+               "guarded_answered": GUARDED_ANSWERED, "guarded_pattern": GUARDED_PATTERN}
     base = presets[values.pop("preset", "guarded")]
     if "items" in values:
         values["items"] = {**base.items, **dict(values["items"])}

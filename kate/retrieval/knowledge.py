@@ -43,7 +43,8 @@ class RetrievalKnowledge:
 
     def __call__(self, user_text: str, history: list[Message], context: KnowledgeContext) -> Retrieved | None:
         hits, intent = self.hits(user_text, history, context)
-        text = render_knowledge(hits, self.template, request=user_text)
+        tools = [t for t in context.tools or () if isinstance(t, Mapping)]
+        text = render_knowledge(hits, self.template, request=user_text, tools=tools)
         if not text:
             return None
         return Retrieved(text, tuple(h.to_dict() for h in hits), intent, user_text)
