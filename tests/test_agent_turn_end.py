@@ -91,10 +91,11 @@ def test_an_asked_answer_that_is_still_a_call_ends_the_turn_without_an_answer():
 
 def test_a_client_without_prefill_is_refused_before_any_step():
     model = FakeChatModel(script=[call(1)])
-    policy = Policy(model, GreedySampler(), None, LoopSettings(system_prompt=None, repeat_policy="answer"))
-    with pytest.raises(TypeError, match="prefill"):
-        policy.run_turn(PythonFunctionsEnv([convert]), ASK)
-    with pytest.raises(TypeError, match="prefill"):  # a dialogue stops too (not a per-dialogue error record)
+    with pytest.raises(TypeError, match="prefill"):  # when the policy is made, before any item runs
+        Policy(model, GreedySampler(), None, LoopSettings(system_prompt=None, repeat_policy="answer"))
+    policy = Policy(model, GreedySampler(), None, LoopSettings(system_prompt=None))
+    object.__setattr__(policy, "settings", LoopSettings(system_prompt=None, answer_at_max_steps=True))
+    with pytest.raises(TypeError, match="prefill"):  # and by the loop itself (a dialogue stops, no error record)
         policy.run_dialogue(PythonFunctionsEnv([convert]), ["How much is 100 dollars in euros?"])
     assert model.requests == []
 

@@ -23,6 +23,7 @@ from kate.agent.knowledge import Knowledge, KnowledgeContext, Retrieved, inject
 from kate.agent.loop import run_dialogue, run_turn
 from kate.agent.records import DialogueResult, TurnResult
 from kate.agent.settings import LoopSettings
+from kate.agent.turn_end import check_answers_supported
 from kate.envs.base import Environment
 from kate.llm.base import ChatModel, Message, ToolSchema
 from kate.llm.identity import model_identity
@@ -48,6 +49,10 @@ class Policy:
     sampler: Sampler = field(default_factory=GreedySampler)
     knowledge: Knowledge | None = None
     settings: LoopSettings = field(default_factory=LoopSettings)
+
+    def __post_init__(self) -> None:
+        if self.settings.asks_answers:  # fail when the policy is made, before any item runs
+            check_answers_supported(self.model)
 
     def prepare(self, messages: Sequence[Message],
                 context: KnowledgeContext | None = None) -> tuple[list[Message], Retrieved | None]:
