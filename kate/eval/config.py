@@ -17,6 +17,8 @@ from typing import Any, Dict, List, Optional
 
 from omegaconf import MISSING, DictConfig, OmegaConf
 
+from kate.agent.settings import ANSWER_PREFILL
+
 HYDRA_KEYS = {"_target_", "_convert_", "_recursive_", "_partial_", "_args_"}
 
 
@@ -61,8 +63,8 @@ class LoopFields:
         RepeatPolicy.warn)
     repeat_match: RepeatMatch = help_field("a repeat is: exact (the same calls) | fed (also a result fed back "
                                            "into the same function)", RepeatMatch.exact)
-    answer_prefill: str = help_field("the start of an answer the loop asks for (kate/agent/settings.py)",
-                                     "Based on the result, ")
+    answer_prefill: str = help_field("the start of an answer the loop asks for (kate/agent/turn_end.py)",
+                                     ANSWER_PREFILL)
     answer_at_max_steps: bool = help_field("at the step cap, ask once for the answer instead of ending", False)
     system_prompt: Optional[str] = help_field("dialogue system prompt: kate (kate/agent/settings.py), none, or a text", "kate")
     one_call: bool = help_field("multi-turn steps take the first call the model writes", True)
