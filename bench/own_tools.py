@@ -14,6 +14,8 @@ with kate eval's loop settings except ``max_steps=4`` (see OVERRIDES):
   in it, a user message repeating the question, no tools offered) left the model writing calls on
   the first 8 questions tried; three prefills gave a plain answer on all 32 (see turn_end.py).
 * ``direct_answer_exact``: as ``direct_answer`` with ``repeat_match=exact`` (what ``fed`` adds).
+* ``sft_answer``: ``direct_answer`` on the SFT-trained model (bench/train_cpu.py's adapter, llama.cpp LoRA):
+  what the turn-end options add to training (the trained model answers by itself more often).
 * ``st_answer``: ``direct_answer`` with ST knowledge from the train half (conf/arm/own_tools_st.yaml,
   built by ``bench/own_tools_kb.py``; on the train half each question's own example is excluded).
 
@@ -33,6 +35,7 @@ What ran (2 shared CPU cores): ``--arms direct`` (all 32, 37 min); ``--arms w8v 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from pathlib import Path
@@ -54,7 +57,8 @@ from kate.tasks.own_tools import OwnToolsTask, content_sha256, summarize  # noqa
 TURN_END = ["repeat_policy=answer", "repeat_match=fed", "answer_at_max_steps=true"]
 ARMS = {"direct": ("greedy", []), "w8v": ("width", []), "direct_answer": ("greedy", TURN_END),
         "direct_answer_exact": ("greedy", ["repeat_policy=answer", "answer_at_max_steps=true"]),
-        "st_answer": ("greedy", [*TURN_END, "arm=own_tools_st"])}  # fmt: skip
+        "st_answer": ("greedy", [*TURN_END, "arm=own_tools_st"]),
+        "sft_answer": ("greedy", [*TURN_END, "+llm.lora=bench/runs/train/sft/final/adapter.gguf"])}  # fmt: skip
 RUNS = {"train": ROOT / "bench" / "runs" / "own_tools", "test": ROOT / "bench" / "runs" / "own_tools" / "test"}
 RESULT = {"train": ROOT / "bench" / "results" / "own_tools_baseline.json",
           "test": ROOT / "bench" / "results" / "own_tools_test.json"}  # fmt: skip
@@ -114,6 +118,9 @@ def main() -> None:
         unknown = [a for a in arms if a not in ARMS]
         if unknown:
             raise SystemExit(f"unknown arm(s) {unknown}; arms: {', '.join(ARMS)}")
+        llms = {json.dumps(compose_arm(a, args.split)["llm"], sort_keys=True) for a in arms}
+        if len(llms) > 1:
+            raise SystemExit(f"arms {arms} need different model clients: run them one command each")
         model = instantiate(compose_arm(arms[0], args.split)["llm"])
         for arm in arms:
             seconds[arm] = run(arm, model, args.split, args.limit)
