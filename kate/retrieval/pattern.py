@@ -1,12 +1,15 @@
 """An example's calls as a *pattern* on the current tools: how many calls, of which of the offered
 functions, with which of their parameters; never the example's own names or values.
 
-Measured on BFCL's ``parallel`` training half with the 0.5B model (``bench/failure_table.py``'s
-``pattern`` arm): the model writes one call where several are due, in every arm (0 of 40 test-half
-entries), because it never sees a reply with several calls; an example shown as it was (its
-function, its values) is copied; its calls rewritten onto the request's own function, with
-placeholders for the values, are followed in form (several calls) with the values taken from the
-request. Rules, per example call: the offered function of the same name; else the only offered
+Why: on BFCL's ``parallel`` halves the 0.5B model writes one call where several are due, in every
+arm, and an example shown as it was (its function, its values) gets copied. What it did, measured
+on the training halves (``bench/failure_table.py --arms pattern``, 12 entries per category;
+``bench/results/failure_table.md``): no fix on ``parallel`` / ``parallel_multiple`` (0 of 12 and 0
+of 12, as without it), 4 of 12 ``simple_python`` and 2 of 12 ``multiple`` answers broken. Read from
+the records: the nearest example is mostly a one-call request (so the pattern shows one call), its
+question still shows its values (copied), and the quoted placeholders (``"<a 1>"``) turn numbers
+into strings (BFCL's type errors). Not a preset any arm uses; kept as the measured starting point.
+Rules, per example call: the offered function of the same name; else the only offered
 function; else the offered function sharing most parameter names with the call (the first on a
 tie); else ``<function>``. Its arguments are that function's required parameters (all of them when
 none is required) as ``<parameter k>``, ``k`` counting the calls to that function. One JSON object
