@@ -1,6 +1,6 @@
-"""The own-tools task (``kate.tasks.own_tools``) on the untrained default model, TRAIN half only
-(settings are chosen on train; the test half is kept for the final figures). Two arms, composed as
-``kate eval categories=[own_tools] split=train sampling=<s>`` composes them, run by kate's one
+"""The own-tools task (``kate.tasks.own_tools``) on the default model: arms on the TRAIN half
+(settings are chosen there), the chosen ones once on the test half. Arms are composed as
+``kate eval categories=[own_tools] split=train sampling=<s>`` (plus the loop keys named) composes them, run by kate's one
 runner into ``bench/runs/own_tools/<arm>/seed_0/`` (resumable: the same command again continues),
 with kate eval's loop settings except ``max_steps=4`` (see OVERRIDES):
 
@@ -26,7 +26,9 @@ Writes ``bench/results/own_tools_baseline.json``: per arm n, right-call share, r
 turn-end counts (``kate.tasks.own_tools.summarize``), the split named.
 
     .venv/bin/python bench/own_tools.py --arms direct          # then --arms direct,w8v
-    .venv/bin/python bench/own_tools.py --report-only
+    .venv/bin/python bench/own_tools.py --arms direct_answer   # then st_answer, direct_answer_exact
+    .venv/bin/python bench/own_tools.py --split test --arms direct_answer   # then sft_answer
+    .venv/bin/python bench/own_tools.py --report-only          # --split test for the test half's file
 
 What ran (2 shared CPU cores): ``--arms direct`` (all 32, 37 min); ``--arms w8v --limit 4`` under a
 16-minute ``timeout`` (~7 minutes a question at width 8), so w8v's n is what finished: indicative only.
