@@ -118,3 +118,16 @@ def test_the_transformers_client_starts_its_reply_with_the_prefill(small_hf):
     assert supports(small_hf, "prefill")
     [c] = small_hf.chat([{"role": "user", "content": "Say hello to Ada."}], max_tokens=6, prefill="Dear Ada,")
     assert c.text.startswith("Dear Ada,") and len(c.text) > len("Dear Ada,")
+
+
+def test_the_default_model_answers_after_its_call_when_the_loop_asks(default_llamacpp):
+    """The measured failure on the real 0.5B model: the right call, then the call again; with the
+    turn-end settings the turn ends with a prefilled plain answer instead."""
+    from kate.tasks.own_tools import OwnToolsTask
+
+    item = next(i for i in OwnToolsTask(split="train").items() if "500 grams" in i.question)
+    policy = Policy(default_llamacpp, GreedySampler(), None,
+                    LoopSettings(max_steps=3, repeat_policy="answer", repeat_match="fed", answer_at_max_steps=True))
+    trace = OwnToolsTask(split="train").solve(item, policy, seed=0)
+    assert trace["end_reason"] == "answer" and trace["answer"].startswith("Based on the result, ")
+    assert trace["steps"][0]["executed"] and trace["steps"][-1]["prefill"] == "Based on the result, "
