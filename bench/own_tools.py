@@ -12,7 +12,7 @@ with kate eval's loop settings except ``max_steps=4`` (see OVERRIDES):
   step cap (``answer_at_max_steps``). Chosen on the train half: after the recorded first call of
   each train question, four presentations of the result (the tool message as is, the call named
   in it, a user message repeating the question, no tools offered) left the model writing calls on
-  the first 8 questions tried; three prefills gave a plain answer on all 32 (see turn_end.py).
+  the 7 questions tried; three prefills gave a plain answer on 24 of 24 (bench/turn_end_presentations.py).
 * ``direct_answer_exact``: as ``direct_answer`` with ``repeat_match=exact`` (what ``fed`` adds).
 * ``sft_answer``: ``direct_answer`` on the SFT-trained model (bench/train_cpu.py's adapter, llama.cpp LoRA):
   what the turn-end options add to training (the trained model answers by itself more often).

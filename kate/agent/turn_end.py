@@ -6,9 +6,10 @@ its result, the 0.5B model writes the call again (an exact repeat) or the same c
 result in place of an argument (``convert_currency(amount=100, ...)`` -> 92.0, then
 ``convert_currency(amount=92, ...)``: the result *fed* back), until the repeat policy or the step
 cap ends the turn without an answer. Presenting the result otherwise (named in the tool message,
-or as a user message that repeats the question) did not change that on any question tried; an
-answer whose first words are given (``prefill``, e.g. "Based on the result, ") was written from
-the result on nearly all of them. So:
+or as a user message that repeats the question, or with no tools offered) gave no plain answer on
+the 7 questions tried (35 steps); an answer whose first words are given (``prefill``, e.g. "Based on
+the result, ") was a plain-text reply on 24 of 24 (``bench/turn_end_presentations.py``,
+``bench/results/turn_end_prefills.json``). So:
 
 * ``repeat_match="fed"`` counts a fed call as a repeat (``fed_sources``);
 * ``repeat_policy="answer"`` answers a repeat by asking for the answer, prefilled
