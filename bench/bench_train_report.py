@@ -20,6 +20,10 @@ RESULTS = ROOT / "bench" / "results"
 BFCL_FOLDERS = {"untrained_direct": ROOT / "bench/runs/direct/seed_0", "untrained_kate": ROOT / "bench/runs/st_w8v/seed_0",
                 "trained_direct": RUNS / "trained_direct/bfcl/seed_0", "trained_kate": RUNS / "trained_kate/bfcl/seed_0"}
 ARMS = tuple(BFCL_FOLDERS)
+# the first SFT adapter (targets in the template's <tool_call> form, bench/runs/train/sft_template/): its
+# own-tools records, made when it lay in bench/runs/train/sft/, are kept beside the current ones
+STAGES = ("sft_template", "sft", "grpo")
+EARLIER_OWN_TOOLS = {"trained_direct (sft, template targets)": RUNS / "sft_template_direct/own_tools/seed_0"}
 
 
 def _records(folder: Path) -> list[dict[str, Any]]:
@@ -68,7 +72,7 @@ def markdown(result: Mapping[str, Any]) -> str:
     lines = ["# Training benchmark (CPU): 0.5B + LoRA, SFT then GRPO", "",
              "Regenerate: `.venv/bin/python bench/train_cpu.py --stages report` (from committed records). "
              "Every cell: pass rate % [95% Wilson interval] (k/n); arms compared on the entries all of them finished.", ""]  # fmt: skip
-    for stage in ("sft", "grpo"):
+    for stage in STAGES:
         s = result["training"].get(stage)
         lines.append(f"- **{stage}**: " + (f"{s['global_step']} steps, loss {s['train_loss']:.3f}, examples {s.get('examples') or s.get('prompts')}, "
                                             f"{s['seconds_this_run']:.0f} s (last run)" if s else "not run yet"))  # fmt: skip
@@ -92,7 +96,7 @@ def markdown(result: Mapping[str, Any]) -> str:
                 text += f"; turns {t['pct']} ({t['k']}/{t['n']})"
             cells.append(text)
         lines.append(f"| {category} | " + " | ".join(cells) + " |")
-    lines += ["", "Probe curves (at the start and every save): `train_cpu_probe_sft.png`, `train_cpu_probe_grpo.png`."]
+    lines += ["", "Probe curves (at the start and every save): `train_cpu_probe_<stage>.png` (sft_template: the first SFT, targets as the template writes calls; sft: call_format=json)."]
     return "\n".join(lines) + "\n"
 
 
@@ -101,12 +105,14 @@ def adapters_used() -> dict[str, Any]:
     import hashlib
 
     out = {}
-    for arm in ("trained_direct", "trained_kate"):
+    for arm in ("trained_direct", "trained_kate", "sft_template_direct"):
         for part in ("own_tools", "bfcl"):
             meta_path = RUNS / arm / part / "seed_0" / "meta.json"
             if meta_path.exists():
                 lora = json.loads(meta_path.read_text()).get("config", {}).get("llm", {}).get("lora")
                 path = Path(lora) if lora else None
+                if arm == "sft_template_direct" and path is not None:  # recorded before the folder's move
+                    path = RUNS / "sft_template" / "final" / path.name
                 digest = hashlib.sha256(path.read_bytes()).hexdigest() if path and path.exists() else None
                 stage = path.parent.parent.name if path else None
                 out[f"{arm}/{part}"] = {"adapter": str(path.relative_to(ROOT)) if path else None, "stage": stage,
@@ -119,15 +125,18 @@ def write_report() -> dict[str, Any]:
     for arm in ARMS:
         rows = _records(RUNS / arm / "own_tools" / "seed_0")
         own[arm] = own_tools_summary(rows).get("all") if rows else None
+    for label, folder in EARLIER_OWN_TOOLS.items():
+        rows = _records(folder)
+        own[label] = own_tools_summary(rows).get("all") if rows else None
     bfcl_records = {arm: _records(folder) for arm, folder in BFCL_FOLDERS.items()}
     bfcl_records = {arm: rows for arm, rows in bfcl_records.items() if rows}
-    result = {"model": "qwen2.5-coder-0.5b-instruct-q4_k_m", "training": {s: _summary(s) for s in ("sft", "grpo")},
-              "probe": {s: _probe(s) for s in ("sft", "grpo")}, "own_tools": own,
+    result = {"model": "qwen2.5-coder-0.5b-instruct-q4_k_m", "training": {s: _summary(s) for s in STAGES},
+              "probe": {s: _probe(s) for s in STAGES}, "own_tools": own,
               "bfcl": bfcl_table(bfcl_records) if len(bfcl_records) > 1 else {},
               "bfcl_arms": sorted(bfcl_records), "adapters": adapters_used()}  # fmt: skip
     atomic_write_json(RESULTS / "train_cpu.json", result)
     atomic_write_text(RESULTS / "train_cpu.md", markdown(result))
-    for stage in ("sft", "grpo"):
+    for stage in STAGES:
         if (RUNS / stage / "probe.png").exists():
             shutil.copyfile(RUNS / stage / "probe.png", RESULTS / f"train_cpu_probe_{stage}.png")
     return result

@@ -60,6 +60,9 @@ TURN_END = ["repeat_policy=answer", "repeat_match=fed", "answer_at_max_steps=tru
 ARMS = {"direct": ("greedy", []), "w8v": ("width", []), "direct_answer": ("greedy", TURN_END),
         "direct_answer_exact": ("greedy", ["repeat_policy=answer", "answer_at_max_steps=true"]),
         "st_answer": ("greedy", [*TURN_END, "arm=own_tools_st"]),
+        # the SFT adapters: targets as the template writes calls (<tool_call>; its records were made when the
+        # adapter lay in bench/runs/train/sft/), then as JSON (call_format=json, bench/train_cpu.py)
+        "sft_template_answer": ("greedy", [*TURN_END, "+llm.lora=bench/runs/train/sft_template/final/adapter.gguf"]),
         "sft_answer": ("greedy", [*TURN_END, "+llm.lora=bench/runs/train/sft/final/adapter.gguf"])}  # fmt: skip
 RUNS = {"train": ROOT / "bench" / "runs" / "own_tools", "test": ROOT / "bench" / "runs" / "own_tools" / "test"}
 RESULT = {"train": ROOT / "bench" / "results" / "own_tools_baseline.json",

@@ -225,6 +225,8 @@ class NecessityFields:
     r: Optional[int] = help_field("unnecessary when right >= r of N; null: r = N (the paper)", None)
     report_r: List[int] = help_field("thresholds reported side by side (the authors' labels imply 9)",
                                      factory=lambda: [10, 9])
+    stop_early: bool = help_field("stop an item once it is necessary at every reported r (2 wrong of 10 for r = 9, "
+                                  "10): the same labels, fewer samples; its correct count a lower bound", False)
     cache_dir: Optional[str] = help_field("correct counts cached per model hash and set hash; null: no cache",
                                           "runs/diagnose/necessity_cache")
 

@@ -139,6 +139,8 @@ class Diagnosis(LadderJobs):
             summary = {"n": len(measured), "config": config_dict(config), "labels": label_summary(counts, config),
                        "histogram": {k: sum(v == k for v in counts.values()) for k in range(config.samples + 1)},
                        "model": model_identity(self.model)}  # fmt: skip
+            if config.stop_early:  # stopped items' counts are lower bounds
+                summary["stop_after_wrong"] = config.stop_after_wrong
             atomic_write_json(self.out / "necessity" / "summary.json", summary)
         known = {i.id: bool(self.acting.necessary(i)) for i in items if self.acting.necessary(i) is not None}
         labels = {**known, **labels_for(measured, counts, config.samples, config.r)} if measured else known

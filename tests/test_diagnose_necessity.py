@@ -107,3 +107,41 @@ def test_weights_hash_from_the_registry_or_a_clear_error():
     assert weights_sha256(Named()) == spec_of(SMALL_TEST_MODEL).sha256
     with pytest.raises(ValueError, match="weights hash"):
         weights_sha256(FakeChatModel())
+
+
+STREAMS = ["RRRRRRRRRR", "RRRRRRRRRW", "WRRRRRRRRR", "RWRRWRRRRR", "WWRRRRRRRR", "RRRRRRRRWW"]  # sample j right?
+
+
+def streamed(drawn):
+    """Each item's answers in a fixed order (``STREAMS``), whatever the rounds they are asked in."""
+
+    def answer(messages, tools, n):
+        item = next(i for i in ITEMS if i.question == messages[-1]["content"])
+        stream = STREAMS[ITEMS.index(item)]
+        start = drawn.get(item.id, 0)
+        drawn[item.id] = start + n
+        return [f"\\boxed{{{item.answer if c == 'R' else item.answer + 1}}}" for c in stream[start:start + n]]
+
+    return answer
+
+
+def test_stop_early_gives_the_full_labels_at_every_reported_r_from_fewer_samples(tmp_path):
+    full, early = {}, {}
+    for drawn, config, name in ((full, NecessityConfig(), "full"), (early, NecessityConfig(stop_early=True), "early")):
+        model = FakeChatModel([streamed(drawn)], repeat_last=True)
+        task = NecessityTask(ITEMS, config)
+        store = open_run(tmp_path / name, arm="necessity", task=task, policy=Policy(model), seed=0, config={})
+        records = run_task(task, Policy(model), store, seed=0)
+        counts = counts_from_records(records)
+        for r in (10, 9):
+            labels = necessity_labels(counts, 10, r=r)
+            if name == "full":
+                full[f"labels{r}"] = labels
+            else:
+                assert labels == full[f"labels{r}"]
+        if name == "early":
+            assert [rec["drawn"] for rec in records] == [10, 10, 10, 5, 2, 10]  # stops at the 2nd wrong answer
+            assert counts[ITEMS[4].id] == 0 and counts[ITEMS[3].id] == 3  # lower bounds where it stopped
+            assert [r["n"] for r in model.requests][:2] == [2, 2]  # rounds of as many as could end the item
+    assert config.sampling(0)["stop_after_wrong"] == 2 and "stop_after_wrong" not in NecessityConfig().sampling(0)
+    assert NecessityConfig(stop_early=True, report_r=(10,)).stop_after_wrong == 1

@@ -224,3 +224,41 @@ def test_the_loss_covers_exactly_the_assistant_steps_calls_and_end_of_turn_inclu
             assert all(c.endswith(tokenizer.eos_token) for c in completions)
         if pack == "dialogue":
             assert counts["packed_dialogues"] >= 2 and counts["examples"] < len(rows)
+
+
+def test_call_format_json_writes_each_call_step_s_target_as_the_calls_json(built, tokenizer):
+    from kate.toolcall import ToolCall
+    from kate.toolcall.parse import from_json_text
+    from kate.train.examples import sft_examples, with_call_format
+
+    cfg, _, _ = built
+    rows, _ = load_dataset_dir(cfg.out_dir)
+    rows = list(rows)
+    calls = [r for r in rows if r["kind"] == "call"]
+    assert calls
+    for row in rows:
+        out = with_call_format(row, "json")
+        if row["kind"] != "call":
+            assert out == row  # answers and no-call steps as built
+            continue
+        text = out["completion_text"]
+        assert "<tool_call>" not in text and text.endswith(tokenizer.eos_token)
+        parsed = from_json_text(text.removesuffix(tokenizer.eos_token))
+        want = tuple(ToolCall.from_dict(c) for c in json.loads(row["target_calls"]))
+        assert parsed.ok and parsed.calls == want
+    examples, counts = sft_examples(tokenizer, rows, pack="dialogue", call_format="json")
+    assert counts["packed_dialogues"] == 0 and counts["examples"] == len(rows)  # the history keeps the template's form
+    shown = [tokenizer.decode([t for t, m in zip(e["input_ids"], e["completion_mask"]) if m]) for e in examples]
+    assert sum(s.startswith(("{", "[")) for s in shown) == len(calls)
+
+
+def test_call_format_errors_name_the_format_or_the_row():
+    from kate.train.examples import with_call_format
+
+    row = {"id": "x_1", "kind": "call", "target_calls": json.dumps([{"name": "f", "arguments": {}}]),
+           "completion_text": '```json\n{"name": "f", "arguments": {}}\n```'}
+    with pytest.raises(ValueError, match="x_1"):
+        with_call_format(row, "json")
+    with pytest.raises(ValueError, match="call_format"):
+        with_call_format(row, "xml")
+    assert with_call_format(row, "template") is row

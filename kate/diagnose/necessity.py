@@ -5,6 +5,14 @@ offered. The tool is unnecessary when it is right at least ``r`` of those times.
 r = N (every sample right); the authors' released labels imply r = 9 of 10. ``r`` is a config
 value defaulting to the paper's; ``report_r`` lists the thresholds a report shows side by side.
 
+``stop_early`` draws the samples in rounds and stops an item as soon as it has more wrong answers
+than the lowest reported threshold allows (N - min(r) + 1: 2 of 10 when 9 and 10 are reported): it is
+then necessary at every reported r whatever the remaining samples say, so the labels are those of
+all N samples of the same stream, for a model that is mostly wrong at a fraction of the cost. The
+correct count of a stopped item is then a lower bound (its record says how many were ``drawn``), so
+a label at an r below the lowest reported one is not what N samples would give: the cache key names
+the stop, and such counts are never read as full ones.
+
 ``NecessityTask`` is the sampling as a task (kate's resumable runner runs it; a record keeps every
 sample and its verdict); ``necessity_labels`` turns correct counts into labels for any r; the
 ``NecessityCache`` keeps the counts per (model weights hash, task set hash, sampling config) as
@@ -41,6 +49,9 @@ class NecessityConfig:
     report_r: tuple[int, ...] = field(default=(10, 9), metadata={
         "help": "thresholds reported side by side (r = N, and r = 9 as the authors' labels imply); "
                 "values above N are left out"})  # fmt: skip
+    stop_early: bool = field(default=False, metadata={
+        "help": "stop an item's sampling once it is necessary at every reported r (the same labels; a "
+                "stopped item's correct count is a lower bound)"})  # fmt: skip
 
     def __post_init__(self) -> None:
         if not isinstance(self.samples, int) or self.samples < 1:
@@ -63,9 +74,15 @@ class NecessityConfig:
         """The thresholds to report: ``threshold`` first, then ``report_r`` (those <= N), no repeats."""
         return tuple(dict.fromkeys([self.threshold, *(r for r in self.report_r if r <= self.samples)]))
 
+    @property
+    def stop_after_wrong(self) -> int | None:
+        """With ``stop_early``: the wrong answers after which an item is necessary at every reported r."""
+        return self.samples - min(self.reported) + 1 if self.stop_early else None
+
     def sampling(self, seed: int) -> dict[str, Any]:
-        """What decides the counts (the cache key's config part); r does not."""
-        return {"samples": self.samples, "temperature": self.temperature, "max_tokens": self.max_tokens, "seed": seed}
+        """What decides the counts (the cache key's config part); r does not, the early stop does."""
+        out = {"samples": self.samples, "temperature": self.temperature, "max_tokens": self.max_tokens, "seed": seed}
+        return {**out, "stop_after_wrong": self.stop_after_wrong} if self.stop_early else out
 
 
 @dataclass
@@ -81,17 +98,30 @@ class NecessityTask:
 
     def describe(self) -> dict[str, Any]:
         c = self.config
-        return {"diagnostic": "necessity", "items_sha256": task_set_sha256(self.item_list), "samples": c.samples,
-                "temperature": c.temperature, "max_tokens": c.max_tokens}  # fmt: skip
+        out = {"diagnostic": "necessity", "items_sha256": task_set_sha256(self.item_list), "samples": c.samples,
+               "temperature": c.temperature, "max_tokens": c.max_tokens}  # fmt: skip
+        return {**out, "stop_after_wrong": c.stop_after_wrong} if c.stop_early else out
 
     def solve(self, item: VerifiableItem, policy: Policy, seed: int) -> dict[str, Any]:
+        """All N samples in one request; with ``stop_early``, rounds of as many as could end the item
+        (round k seeded ``seed + samples drawn``), until it is decided or N are drawn."""
         c = self.config
-        try:
-            completions = policy.model.chat(item.prompt(), None, n=c.samples, temperature=c.temperature,
-                                            max_tokens=c.max_tokens, seed=seed)  # fmt: skip
-        except ValueError as error:  # the prompt does not fit: every sample counts as wrong
-            return {"outputs": [], "error_type": MODEL_ERROR, "error": str(error)}
-        return {"outputs": [x.text for x in completions], "finish_reasons": [x.finish_reason for x in completions]}
+        stop = c.stop_after_wrong
+        outputs: list[str] = []
+        reasons: list[Any] = []
+        while len(outputs) < c.samples:
+            wrong = sum(not item.check(text) for text in outputs)
+            if stop is not None and wrong >= stop:
+                break
+            n = c.samples - len(outputs) if stop is None else min(stop - wrong, c.samples - len(outputs))
+            try:
+                completions = policy.model.chat(item.prompt(), None, n=n, temperature=c.temperature,
+                                                max_tokens=c.max_tokens, seed=seed + len(outputs))  # fmt: skip
+            except ValueError as error:  # the prompt does not fit: every sample counts as wrong
+                return {"outputs": [], "error_type": MODEL_ERROR, "error": str(error)}
+            outputs += [x.text for x in completions]
+            reasons += [x.finish_reason for x in completions]
+        return {"outputs": outputs, "finish_reasons": reasons}
 
     def score(self, item: VerifiableItem, trace: Mapping[str, Any]) -> dict[str, Any]:
         correct = [item.check(text) for text in trace.get("outputs", [])]
@@ -99,6 +129,8 @@ class NecessityTask:
         necessary = count < self.config.threshold  # valid: the model does without the tool
         score = {"valid": not necessary, "necessary": necessary, "correct_count": count,
                  "samples": self.config.samples, "correct": correct}  # fmt: skip
+        if self.config.stop_early:
+            score["drawn"] = len(correct)
         if trace.get("error_type"):
             score.update(error_type=trace["error_type"], error=trace.get("error"))
         return score

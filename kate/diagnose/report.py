@@ -393,7 +393,9 @@ def write_report(out_dir: str | Path, title: str | None = None) -> Path:
         lines += [f"| {k} | {v['necessary']} | {v['unnecessary']} |" for k, v in necessity["labels"].items()]
         lines += [
             "",
-            "Items right k of N times: " + ", ".join(f"{k}: {v}" for k, v in necessity["histogram"].items()),
+            "Items right k of N times: " + ", ".join(f"{k}: {v}" for k, v in necessity["histogram"].items())
+            + (f" (sampling stopped at {necessity['stop_after_wrong']} wrong answers, when the labels were "
+               "decided: a stopped item's k is a lower bound)" if necessity.get("stop_after_wrong") else ""),
             "",
         ]
     else:

@@ -120,6 +120,10 @@ class SFTJobConfig(TrainerConfig):
 
     pack: str = help_field("step: one example per step | dialogue: one per dialogue, loss on each of its steps "
                            "(the same loss terms, one forward pass per dialogue)", "dialogue")
+    call_format: str = help_field("how a call step's target is written: template (the chat template's own, "
+                                  "<tool_call> blocks for Qwen) | json (the call as a JSON object, several as a "
+                                  "list: what Qwen2.5-Coder writes untrained; kate's parsers read both). json packs "
+                                  "no dialogue (the history keeps the template's form)", "template")
 
 
 @dataclass

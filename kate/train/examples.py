@@ -13,11 +13,32 @@ left out and counted (``too_long``), never cut.
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from kate.toolcall import ToolCall
+from kate.toolcall.format import to_hermes, to_json_text
+
 PACKS = ("step", "dialogue")
+CALL_FORMATS = ("template", "json")
+
+
+def with_call_format(row: Mapping[str, Any], call_format: str) -> Mapping[str, Any]:
+    """The row with its call step's target in ``call_format``: ``template`` as built; ``json`` as the
+    call's JSON object (several: a list), then what the template wrote after the calls (its end of turn).
+    A call step the template did not write as Hermes blocks is an error naming the row."""
+    if call_format not in CALL_FORMATS:
+        raise ValueError(f"call_format must be one of {CALL_FORMATS}, got {call_format!r}")
+    if call_format == "template" or row["kind"] != "call":
+        return row
+    calls = [ToolCall.from_dict(c) for c in json.loads(row["target_calls"])]
+    hermes = to_hermes(calls)
+    if not row["completion_text"].startswith(hermes):
+        raise ValueError(f"row {row['id']}: call_format=json needs the template's Hermes rendering of the calls, "
+                         f"got {row['completion_text'][:80]!r}")
+    return {**row, "completion_text": to_json_text(calls) + row["completion_text"][len(hermes):]}
 
 
 def _encode(tokenizer: Any, text: str) -> list[int]:
@@ -47,13 +68,15 @@ def dialogue_example(tokenizer: Any, rows: Sequence[Mapping[str, Any]]) -> dict[
 
 
 def sft_examples(tokenizer: Any, rows: Iterable[Mapping[str, Any]], *, pack: str = "dialogue",
-                 max_length: int | None = None) -> tuple[list[dict[str, Any]], dict[str, int]]:
-    """The examples and counts (``examples``, ``steps``, ``packed_dialogues``, ``too_long``)."""
+                 max_length: int | None = None, call_format: str = "template",
+                 ) -> tuple[list[dict[str, Any]], dict[str, int]]:  # fmt: skip
+    """The examples and counts (``examples``, ``steps``, ``packed_dialogues``, ``too_long``); call steps'
+    targets in ``call_format`` (``with_call_format``: with json, no dialogue packs, its history differs)."""
     if pack not in PACKS:
         raise ValueError(f"pack must be one of {PACKS}, got {pack!r}")
     by_dialogue: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
     for row in rows:
-        by_dialogue[row["source_id"]].append(row)
+        by_dialogue[row["source_id"]].append(with_call_format(row, call_format))
     examples: list[dict[str, Any]] = []
     counts = {"steps": 0, "packed_dialogues": 0, "too_long": 0}
     for source_id, group in by_dialogue.items():

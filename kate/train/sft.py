@@ -62,7 +62,8 @@ def run_sft(cfg: SFTJobConfig) -> dict[str, Any]:
     rows, manifest = load_dataset_dir(cfg.data_dir, part=cfg.part)
     model, tokenizer = load_for_training(cfg.model, dtype=cfg.dtype, lora=cfg.lora, init_adapter=cfg.init_adapter)
     check_job(cfg, manifest)
-    examples, counts = sft_examples(tokenizer, rows, pack=cfg.pack, max_length=cfg.max_length)
+    examples, counts = sft_examples(tokenizer, rows, pack=cfg.pack, max_length=cfg.max_length,
+                                   call_format=cfg.call_format)
     if not examples:
         raise ValueError(f"{cfg.data_dir}: no {cfg.part} example fits max_length={cfg.max_length} ({counts})")
     dataset = Dataset.from_list([{"input_ids": e["input_ids"], "completion_mask": e["completion_mask"]} for e in examples])
