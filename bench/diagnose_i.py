@@ -1,0 +1,49 @@
+"""Diagnostics I (issue 13) for the default 0.5B model: `kate diagnose name=all` on the arithmetic set
+(1,000 items, the paper's 13 families) and on BFCL's relevance / irrelevance test halves, each into
+bench/results/diagnose/<set>/ (the runner's records, summaries, report.md and its PNGs, committed).
+Resumable: rerun the same command, in a later session too, and each diagnostic continues where it
+stopped (the runner's records); finished ones are read back.
+
+    .venv/bin/python bench/diagnose_i.py                      # both sets, arithmetic first
+    .venv/bin/python bench/diagnose_i.py --sets bfcl
+    .venv/bin/python bench/diagnose_i.py --only necessity     # one diagnostic of each set (and what it needs)
+
+Settings: necessity N = 10 at T = 0.7 with `stop_early` (an item stops at its 2nd wrong answer: its
+labels at r = 10 and r = 9 are those of all 10 samples; the 0.5B model answered 1 of 8 trial items
+right more than once, so a full N costs ~46 s an item on 2 cores, ~13 h for 1,000); the tools offered
+greedily through kate's loop (act=turn); hidden states of the hf client at the last 20 prompt tokens
+of every layer; the gate's tau sweep on the probes' held-out items. Diagnostics II's rungs (issue
+14) are skipped here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "bench"))
+
+from kate_job import run_kate, stop_on_sigterm  # noqa: E402  (bench/kate_job.py)
+
+OUT = ROOT / "bench" / "results" / "diagnose"
+SETS = {"arithmetic": ["set=arithmetic", "arithmetic.n=1000", "arithmetic.seed=0"], "bfcl": ["set=bfcl", "bfcl.split=test"]}
+COMMON = ["skip=[replay,near_miss,first_token,trajectory,keyword,toolsense]", "necessity.stop_early=true",
+          f"necessity.cache_dir={OUT / 'necessity_cache'}", "workers=4", "seed=0"]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sets", default="arithmetic,bfcl")
+    parser.add_argument("--only", default="all", help="one diagnostic (it runs what it needs first); all: every one + report")
+    args = parser.parse_args()
+    stop_on_sigterm()
+    for name in args.sets.split(","):
+        if name not in SETS:
+            raise SystemExit(f"unknown set {name!r}; sets: {', '.join(SETS)}")
+        run_kate(["diagnose", f"name={args.only}", *SETS[name], *COMMON, f"out_dir={OUT / name}"], OUT / ".hydra" / name)
+
+
+if __name__ == "__main__":
+    main()
