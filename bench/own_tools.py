@@ -63,7 +63,8 @@ ARMS = {"direct": ("greedy", []), "w8v": ("width", []), "direct_answer": ("greed
         # the SFT adapters: targets as the template writes calls (<tool_call>; its records were made when the
         # adapter lay in bench/runs/train/sft/), then as JSON (call_format=json, bench/train_cpu.py)
         "sft_template_answer": ("greedy", [*TURN_END, "+llm.lora=bench/runs/train/sft_template/final/adapter.gguf"]),
-        "sft_answer": ("greedy", [*TURN_END, "+llm.lora=bench/runs/train/sft/final/adapter.gguf"])}  # fmt: skip
+        "sft_answer": ("greedy", [*TURN_END, "+llm.lora=bench/runs/train/sft/final/adapter.gguf"]),
+        "sft_direct": ("greedy", ["+llm.lora=bench/runs/train/sft/final/adapter.gguf"])}  # fmt: skip
 RUNS = {"train": ROOT / "bench" / "runs" / "own_tools", "test": ROOT / "bench" / "runs" / "own_tools" / "test"}
 RESULT = {"train": ROOT / "bench" / "results" / "own_tools_baseline.json",
           "test": ROOT / "bench" / "results" / "own_tools_test.json"}  # fmt: skip
