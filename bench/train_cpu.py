@@ -49,11 +49,15 @@ CALL_FORMAT = "call_format=json"
 SFT = ["pack=step", f"max_length={MAX_LENGTH}", "max_steps=30", "gradient_accumulation_steps=4", "save_steps=15",
        "lora.r=8", "lora.alpha=16", CALL_FORMAT, "threads=2", "probe.held_out=8", "probe.replay=4",
        "probe.near_miss=4", "probe.max_tokens=64"]
+# GRPO: one prompt's group of 4 per optimizer step, one completion per forward: on CPU TRL 1.16 scores every
+# position of a forward in one chunk of 32,768 tokens, so 4 completions of a 2,048-token prompt (~5 GB of
+# logits, several copies) were killed for memory at 24 GiB; a batch of 4 x 1 forward is the same step.
+# Learning rate 2e-5, 10x below SFT's 2e-4 (TRL's 1e-6 default is for full fine-tuning; a LoRA adapter at
+# 5e-6 would barely move in 30 steps); set before any GRPO result existed.
 GRPO = [f"max_prompt_tokens={MAX_LENGTH}", "max_steps=30", "save_steps=10", "num_generations=4",
-        "per_device_train_batch_size=4", "max_completion_length=96", "learning_rate=2e-5", "threads=2",
-        "lora.r=8", "lora.alpha=16", "probe.held_out=8", "probe.replay=4", "probe.near_miss=4", "probe.max_tokens=64"]
-# GRPO's learning rate: 2e-5, 10x below SFT's 2e-4 (TRL's 1e-6 default is for full fine-tuning; a LoRA
-# adapter at 5e-6 would barely move in 30 steps); set before any GRPO result existed
+        "per_device_train_batch_size=1", "gradient_accumulation_steps=4", "max_completion_length=96",
+        "learning_rate=2e-5", "threads=2", "lora.r=8", "lora.alpha=16", "probe.held_out=8", "probe.replay=4",
+        "probe.near_miss=4", "probe.max_tokens=64"]
 OWN_TOOLS_MAX_STEPS = 4  # as bench/results/own_tools_baseline.json: an untrained turn never stops calling
 
 
