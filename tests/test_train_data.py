@@ -262,3 +262,13 @@ def test_call_format_errors_name_the_format_or_the_row():
     with pytest.raises(ValueError, match="call_format"):
         with_call_format(row, "xml")
     assert with_call_format(row, "template") is row
+
+
+def test_sft_refuses_an_unknown_call_format_or_pack_before_loading_anything(tmp_path):
+    from kate.train.config import SFTJobConfig
+    from kate.train.sft import run_sft
+
+    for over, word in (({"call_format": "xml"}, "call_format"), ({"pack": "turn"}, "pack")):
+        cfg = SFTJobConfig(data_dir=str(tmp_path / "absent"), output_dir=str(tmp_path / "out"), **over)
+        with pytest.raises(ValueError, match=word):
+            run_sft(cfg)

@@ -15,7 +15,7 @@ from kate.io import atomic_write_json
 from kate.train.callbacks import MetricsLog, NameBase, check_job, last_checkpoint
 from kate.train.config import SFTJobConfig
 from kate.train.data import load_dataset_dir
-from kate.train.examples import sft_examples
+from kate.train.examples import CALL_FORMATS, PACKS, sft_examples
 from kate.train.model import finish, load_for_training
 from kate.train.probe import CheckpointProbe, probe_sets
 
@@ -58,6 +58,9 @@ def run_sft(cfg: SFTJobConfig) -> dict[str, Any]:
     from datasets import Dataset
     from trl import SFTConfig, SFTTrainer
 
+    for key, value, allowed in (("pack", cfg.pack, PACKS), ("call_format", cfg.call_format, CALL_FORMATS)):
+        if value not in allowed:  # before the model loads
+            raise ValueError(f"{key} must be one of {allowed}, got {value!r}")
     set_threads(cfg.threads)
     rows, manifest = load_dataset_dir(cfg.data_dir, part=cfg.part)
     model, tokenizer = load_for_training(cfg.model, dtype=cfg.dtype, lora=cfg.lora, init_adapter=cfg.init_adapter)
