@@ -75,7 +75,9 @@ def markdown(result: Mapping[str, Any]) -> str:
     for stage in STAGES:
         s = result["training"].get(stage)
         lines.append(f"- **{stage}**: " + (f"{s['global_step']} steps, loss {s['train_loss']:.3f}, examples {s.get('examples') or s.get('prompts')}, "
-                                            f"{s['seconds_this_run']:.0f} s (last run)" if s else "not run yet"))  # fmt: skip
+                                            f"{s['seconds_this_run']:.0f} s (last run)" if s else
+                                            f"in progress: probe rows at steps {[r['step'] for r in result['probe'][stage]]}"
+                                            if result["probe"].get(stage) else "not run yet"))  # fmt: skip
     for where, a in result.get("adapters", {}).items():
         lines.append(f"- {where}: the {a['stage']} adapter `{a['adapter']}` (sha256 {str(a['sha256'])[:12]})")
     lines += ["", "## Own-tools task (test half): right call / right final answer", "",
@@ -100,23 +102,26 @@ def markdown(result: Mapping[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def adapters_used() -> dict[str, Any]:
-    """Which adapter (path, sha256) each trained arm's records were made with, from their meta."""
+def _adapters_by_sha256() -> dict[str, Path]:
+    """Every trained adapter.gguf under bench/runs/train, by its sha256."""
     import hashlib
 
+    return {hashlib.sha256(p.read_bytes()).hexdigest(): p for p in sorted(RUNS.glob("*/final/adapter.gguf"))}
+
+
+def adapters_used() -> dict[str, Any]:
+    """Which adapter (path, sha256) each trained arm's records were made with: the sha256 their meta
+    recorded, found among the run folders (a folder renamed since keeps its adapter's hash)."""
+    known = _adapters_by_sha256()
     out = {}
     for arm in ("trained_direct", "trained_kate", "sft_template_direct"):
         for part in ("own_tools", "bfcl"):
             meta_path = RUNS / arm / part / "seed_0" / "meta.json"
             if meta_path.exists():
-                lora = json.loads(meta_path.read_text()).get("config", {}).get("llm", {}).get("lora")
-                path = Path(lora) if lora else None
-                if arm == "sft_template_direct" and path is not None:  # recorded before the folder's move
-                    path = RUNS / "sft_template" / "final" / path.name
-                digest = hashlib.sha256(path.read_bytes()).hexdigest() if path and path.exists() else None
-                stage = path.parent.parent.name if path else None
-                out[f"{arm}/{part}"] = {"adapter": str(path.relative_to(ROOT)) if path else None, "stage": stage,
-                                        "sha256": digest}  # fmt: skip
+                digest = json.loads(meta_path.read_text()).get("policy", {}).get("model", {}).get("lora_sha256")
+                path = known.get(digest)
+                out[f"{arm}/{part}"] = {"adapter": str(path.relative_to(ROOT)) if path else None,
+                                        "stage": path.parent.parent.name if path else None, "sha256": digest}
     return out
 
 
