@@ -3,14 +3,17 @@ For each own-tools train question whose recorded first step (bench/runs/own_tool
 the step after its result is generated under each variant (greedy, 60-80 tokens):
 tool | tool_named | user | notools | notools_named (presentations) and pre1 | pre2 | pre3 (prefills).
 
-    .venv/bin/python bench/turn_end_presentations.py pre1,pre2,pre3   # -> /tmp/exp/step1_<variants>.json
+    .venv/bin/python bench/turn_end_presentations.py pre1,pre2,pre3   # -> bench/results/turn_end_step1_<variants>.json
 
 What ran: the five presentations on the first 7 questions (stopped there: no plain answer in any of
 the 35; bench/results/turn_end_presentations.jsonl, one line per step); the three prefills on all 24
 such questions (bench/results/turn_end_prefills.json: a plain-text reply in 24 of 24 for each).
 """
 import json, sys, time
-sys.path.insert(0, '/work/main')
+from pathlib import Path
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from kate.io import atomic_write_json
 from kate.llm.llamacpp import LlamaCppChatModel
 from kate.tasks.own_tools import OwnToolsTask, answer_holds
 from kate.envs.python_functions import PythonFunctionsEnv
@@ -19,7 +22,7 @@ from kate.toolcall import ToolCall, to_openai_tool_calls
 from kate.agent.settings import AGENT_SYSTEM_PROMPT
 import kate.tasks.own_tools as ot
 
-recs = {json.loads(l)['id']: json.loads(l) for l in open('/work/main/bench/runs/own_tools/direct/seed_0/records.jsonl')}
+recs = {json.loads(l)['id']: json.loads(l) for l in open(ROOT / 'bench/runs/own_tools/direct/seed_0/records.jsonl')}
 task = OwnToolsTask(split="train")
 items = [i for i in task.items() if i.calls]
 model = LlamaCppChatModel(model="qwen2.5-coder-0.5b-instruct-q4_k_m", n_ctx=4096)
@@ -65,7 +68,7 @@ for it in items:
         ok = (not c.tool_calls) and '{' not in c.text and answer_holds(it.answer, c.text)
         out.append(dict(id=it.id, v=v, call_ok=call == r['calls'][0] if r['calls'] else None, calls=len(c.tool_calls), ok=ok, text=c.text[:150], s=round(time.time()-t0,1)))
         print(json.dumps(out[-1]), flush=True)
-json.dump(out, open(f'/tmp/exp/step1_{sys.argv[1]}.json','w'))
+atomic_write_json(ROOT / 'bench' / 'results' / f'turn_end_step1_{sys.argv[1]}.json', out)
 from collections import Counter
 for v in variants:
     rows=[o for o in out if o['v']==v]

@@ -272,3 +272,49 @@ def test_sft_refuses_an_unknown_call_format_or_pack_before_loading_anything(tmp_
         cfg = SFTJobConfig(data_dir=str(tmp_path / "absent"), output_dir=str(tmp_path / "out"), **over)
         with pytest.raises(ValueError, match=word):
             run_sft(cfg)
+
+
+def test_kind_repeats_shows_a_kind_s_steps_that_many_times(built, tokenizer):
+    from collections import Counter
+
+    from kate.train.examples import sft_examples, step_example
+
+    cfg, _, _ = built
+    rows = list(load_dataset_dir(cfg.out_dir)[0])
+    answers = [json.dumps(step_example(tokenizer, r)["input_ids"]) for r in rows if r["kind"] == "answer"]
+    assert answers
+    once, _ = sft_examples(tokenizer, rows, pack="step")
+    more, counts = sft_examples(tokenizer, rows, pack="step", kind_repeats={"answer": 3})
+    assert counts["repeated"] == 2 * len(answers) and len(more) == len(once) + 2 * len(answers)
+    shown = Counter(json.dumps(e["input_ids"]) for e in more)
+    assert all(shown[a] == 3 * answers.count(a) for a in answers)
+    assert sum(shown.values()) - sum(shown[a] for a in set(answers)) == len(once) - len(answers)  # the rest once
+
+
+def test_kind_repeats_errors_name_the_kind_or_the_count(tmp_path):
+    from kate.train.config import SFTJobConfig
+    from kate.train.examples import check_kind_repeats
+    from kate.train.sft import run_sft
+
+    with pytest.raises(ValueError, match="answers"):
+        check_kind_repeats({"answers": 2})
+    with pytest.raises(ValueError, match="whole numbers"):
+        check_kind_repeats({"answer": 0})
+    cfg = SFTJobConfig(data_dir=str(tmp_path / "absent"), output_dir=str(tmp_path / "out"), kind_repeats={"answer": 1.5})
+    with pytest.raises(ValueError, match="kind_repeats"):
+        run_sft(cfg)  # before the model loads
+
+
+def test_a_run_folder_from_before_a_setting_existed_resumes_when_the_setting_is_at_its_default(tmp_path):
+    from kate.train.callbacks import JOB_FILE, check_job
+    from kate.train.config import SFTJobConfig
+
+    cfg = SFTJobConfig(output_dir=str(tmp_path))
+    check_job(cfg, {"sha256": "d"})
+    job = json.loads((tmp_path / JOB_FILE).read_text())
+    del job["settings"]["kind_repeats"]  # as a job.json written before the field was added
+    (tmp_path / JOB_FILE).write_text(json.dumps(job))
+    check_job(cfg, {"sha256": "d"})  # the same job
+    cfg.kind_repeats = {"answer": 4}
+    with pytest.raises(ValueError, match="kind_repeats"):
+        check_job(cfg, {"sha256": "d"})

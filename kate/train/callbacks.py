@@ -23,7 +23,8 @@ RESUMABLE_CHANGES = ("max_steps", "num_train_epochs", "save_steps", "save_total_
 
 def check_job(cfg: Any, manifest: dict[str, Any]) -> None:
     """Write ``job.json`` (the job's settings and the dataset's sha256) in a new run folder; in one that
-    has it, refuse to continue a different job (another model, data, learning rate ...), naming the file."""
+    has it, refuse to continue a different job (another model, data, learning rate ...), naming the file.
+    A setting the folder's job.json lacks (added to kate since) matches when it is at its default."""
     folder = Path(cfg.output_dir)
     settings = {k: v for k, v in dataclasses.asdict(cfg).items() if k not in RESUMABLE_CHANGES}
     job = {"settings": json.loads(json.dumps(settings, default=str)), "data_sha256": manifest.get("sha256")}
@@ -33,6 +34,9 @@ def check_job(cfg: Any, manifest: dict[str, Any]) -> None:
             old = json.loads(path.read_text())
         except ValueError as error:
             raise ValueError(f"{path}: not valid JSON ({error})") from None
+        for f in dataclasses.fields(cfg):
+            if f.name in job["settings"] and f.name not in old.get("settings", {}) and _at_default(cfg, f):
+                old.setdefault("settings", {})[f.name] = job["settings"][f.name]
         if old != job:
             diff = sorted(k for k in set(old["settings"]) | set(job["settings"])
                           if old["settings"].get(k) != job["settings"].get(k))
@@ -41,6 +45,11 @@ def check_job(cfg: Any, manifest: dict[str, Any]) -> None:
                              "use another output_dir, or remove the folder to start over")
         return
     atomic_write_json(path, job)
+
+
+def _at_default(cfg: Any, f: dataclasses.Field) -> bool:
+    default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
+    return default is not dataclasses.MISSING and getattr(cfg, f.name) == default
 
 
 class MetricsLog(TrainerCallback):

@@ -8,7 +8,8 @@ causal model the packed example gives each step exactly the context it has alone
 one forward pass per dialogue instead of one per step (a multi-turn BFCL dialogue has ~13 steps over
 prompts of ~5k tokens). A dialogue whose steps are not prefixes of each other is left as steps.
 A packed dialogue longer than ``max_length`` is split into its steps; a step longer than that is
-left out and counted (``too_long``), never cut.
+left out and counted (``too_long``), never cut. ``kind_repeats`` shows an example several times by its
+step kind (``{"answer": 4}``: a rare kind weighed up; a packed dialogue takes its steps' largest).
 """
 
 from __future__ import annotations
@@ -67,30 +68,51 @@ def dialogue_example(tokenizer: Any, rows: Sequence[Mapping[str, Any]]) -> dict[
     return {"input_ids": ids, "completion_mask": mask}
 
 
+STEP_KINDS = ("call", "no_call", "answer")
+
+
+def check_kind_repeats(kind_repeats: Mapping[str, int]) -> dict[str, int]:
+    """``kind_repeats`` checked: known step kinds, whole copies of at least 1."""
+    unknown = sorted(set(kind_repeats) - set(STEP_KINDS))
+    if unknown:
+        raise ValueError(f"kind_repeats: unknown step kind(s) {unknown}; kinds: {', '.join(STEP_KINDS)}")
+    bad = {k: v for k, v in kind_repeats.items() if not isinstance(v, int) or isinstance(v, bool) or v < 1}
+    if bad:
+        raise ValueError(f"kind_repeats: copies must be whole numbers >= 1, got {bad}")
+    return dict(kind_repeats)
+
+
 def sft_examples(tokenizer: Any, rows: Iterable[Mapping[str, Any]], *, pack: str = "dialogue",
                  max_length: int | None = None, call_format: str = "template",
+                 kind_repeats: Mapping[str, int] | None = None,
                  ) -> tuple[list[dict[str, Any]], dict[str, int]]:  # fmt: skip
-    """The examples and counts (``examples``, ``steps``, ``packed_dialogues``, ``too_long``); call steps'
-    targets in ``call_format`` (``with_call_format``: with json, no dialogue packs, its history differs)."""
+    """The examples and counts (``examples``, ``steps``, ``packed_dialogues``, ``too_long``, ``repeated``:
+    copies added by ``kind_repeats``); call steps' targets in ``call_format`` (``with_call_format``: with
+    json, no dialogue packs, its history differs)."""
     if pack not in PACKS:
         raise ValueError(f"pack must be one of {PACKS}, got {pack!r}")
+    repeats = check_kind_repeats(kind_repeats or {})
     by_dialogue: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
     for row in rows:
         by_dialogue[row["source_id"]].append(with_call_format(row, call_format))
     examples: list[dict[str, Any]] = []
-    counts = {"steps": 0, "packed_dialogues": 0, "too_long": 0}
+    counts = {"steps": 0, "packed_dialogues": 0, "too_long": 0, "repeated": 0}
     for source_id, group in by_dialogue.items():
         group.sort(key=lambda r: (r["turn"], r["index"]))
         counts["steps"] += len(group)
         packed = dialogue_example(tokenizer, group) if pack == "dialogue" and len(group) > 1 else None
         if packed is not None and max_length is not None and len(packed["input_ids"]) > max_length:
             packed = None  # too long as one sequence: its steps may still fit one by one
-        made = [packed] if packed is not None else [step_example(tokenizer, r) for r in group]
+        if packed is not None:
+            made = [(packed, max(repeats.get(r["kind"], 1) for r in group))]
+        else:
+            made = [(step_example(tokenizer, r), repeats.get(r["kind"], 1)) for r in group]
         counts["packed_dialogues"] += packed is not None
-        for example in made:
+        for example, copies in made:
             if max_length is not None and len(example["input_ids"]) > max_length:
                 counts["too_long"] += 1  # steps left out
                 continue
-            examples.append({**example, "source_id": source_id})
+            examples += [{**example, "source_id": source_id}] * copies
+            counts["repeated"] += copies - 1
     counts["examples"] = len(examples)
     return examples, counts

@@ -15,7 +15,7 @@ from kate.io import atomic_write_json
 from kate.train.callbacks import MetricsLog, NameBase, check_job, last_checkpoint
 from kate.train.config import SFTJobConfig
 from kate.train.data import load_dataset_dir
-from kate.train.examples import CALL_FORMATS, PACKS, sft_examples
+from kate.train.examples import CALL_FORMATS, PACKS, check_kind_repeats, sft_examples
 from kate.train.model import finish, load_for_training
 from kate.train.probe import CheckpointProbe, probe_sets
 
@@ -61,12 +61,13 @@ def run_sft(cfg: SFTJobConfig) -> dict[str, Any]:
     for key, value, allowed in (("pack", cfg.pack, PACKS), ("call_format", cfg.call_format, CALL_FORMATS)):
         if value not in allowed:  # before the model loads
             raise ValueError(f"{key} must be one of {allowed}, got {value!r}")
+    kind_repeats = check_kind_repeats(dict(cfg.kind_repeats))
     set_threads(cfg.threads)
     rows, manifest = load_dataset_dir(cfg.data_dir, part=cfg.part)
     model, tokenizer = load_for_training(cfg.model, dtype=cfg.dtype, lora=cfg.lora, init_adapter=cfg.init_adapter)
     check_job(cfg, manifest)
     examples, counts = sft_examples(tokenizer, rows, pack=cfg.pack, max_length=cfg.max_length,
-                                   call_format=cfg.call_format)
+                                   call_format=cfg.call_format, kind_repeats=kind_repeats)
     if not examples:
         raise ValueError(f"{cfg.data_dir}: no {cfg.part} example fits max_length={cfg.max_length} ({counts})")
     dataset = Dataset.from_list([{"input_ids": e["input_ids"], "completion_mask": e["completion_mask"]} for e in examples])
@@ -80,7 +81,7 @@ def run_sft(cfg: SFTJobConfig) -> dict[str, Any]:
     result = trainer.train(resume_from_checkpoint=resume)
     saved = finish(trainer, cfg.output_dir, cfg.model, merge=cfg.merge, gguf_adapter=cfg.gguf_adapter)
     summary = {"job": "sft", "model": cfg.model, "data_dir": cfg.data_dir, "data_manifest": manifest.get("sha256"),
-               "part": cfg.part, "pack": cfg.pack, "examples": counts, "resumed_from": resume,
+               "part": cfg.part, "pack": cfg.pack, "kind_repeats": kind_repeats, "examples": counts, "resumed_from": resume,
                "global_step": trainer.state.global_step, "train_loss": result.training_loss,
                "seconds_this_run": round(time.time() - started, 1), "saved": saved}  # fmt: skip
     atomic_write_json(Path(cfg.output_dir) / "summary.json", summary)
