@@ -12,6 +12,7 @@ kate model as their base (``base_model_name_or_path``), so any of them loads on 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,9 @@ from kate.io import atomic_write_json
 def load_for_training(model: str, *, dtype: str = "float32", lora: Any = None,
                       init_adapter: str | None = None) -> tuple[Any, Any]:
     """``(model, tokenizer)`` ready for a TRL trainer."""
+    # every file is local: without this, peft's save asks the Hub for the base's config.json (by the kate
+    # model name) at every checkpoint, and warns when the lookup fails offline
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from transformers import AutoModelForCausalLM
 
     from kate.llm.hf import _resolve
