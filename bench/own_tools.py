@@ -16,6 +16,8 @@ with kate eval's loop settings except ``max_steps=4`` (see OVERRIDES):
 * ``direct_answer_exact``: as ``direct_answer`` with ``repeat_match=exact`` (what ``fed`` adds).
 * ``sft_answer``: ``direct_answer`` on the SFT-trained model (bench/train_cpu.py's adapter, llama.cpp LoRA):
   what the turn-end options add to training (the trained model answers by itself more often).
+* ``grpo_answer``: ``direct_answer`` on the GRPO adapter (GRPO after that SFT); ``sft_direct``: the SFT
+  adapter without the turn-end options.
 * ``st_answer``: ``direct_answer`` with ST knowledge from the train half (conf/arm/own_tools_st.yaml,
   built by ``bench/own_tools_kb.py``; on the train half each question's own example is excluded).
 
@@ -64,7 +66,9 @@ ARMS = {"direct": ("greedy", []), "w8v": ("width", []), "direct_answer": ("greed
         # adapter lay in bench/runs/train/sft/), then as JSON (call_format=json, bench/train_cpu.py)
         "sft_template_answer": ("greedy", [*TURN_END, "+llm.lora=bench/runs/train/sft_template/final/adapter.gguf"]),
         "sft_answer": ("greedy", [*TURN_END, "+llm.lora=bench/runs/train/sft/final/adapter.gguf"]),
-        "sft_direct": ("greedy", ["+llm.lora=bench/runs/train/sft/final/adapter.gguf"])}  # fmt: skip
+        "sft_direct": ("greedy", ["+llm.lora=bench/runs/train/sft/final/adapter.gguf"]),
+        # GRPO's adapter (30 steps from the json SFT adapter, bench/train_cpu.py) with the turn-end options
+        "grpo_answer": ("greedy", [*TURN_END, "+llm.lora=bench/runs/train/grpo/final/adapter.gguf"])}  # fmt: skip
 RUNS = {"train": ROOT / "bench" / "runs" / "own_tools", "test": ROOT / "bench" / "runs" / "own_tools" / "test"}
 RESULT = {"train": ROOT / "bench" / "results" / "own_tools_baseline.json",
           "test": ROOT / "bench" / "results" / "own_tools_test.json"}  # fmt: skip
