@@ -3,7 +3,7 @@ halves, evaluated on a fixed test-half slice in four arms. Every stage is resuma
 command (in a later session too) and it continues where it stopped; finished stages are skipped.
 
     .venv/bin/python bench/train_cpu.py                 # every stage in order
-    .venv/bin/python bench/train_cpu.py --stages eval   # only some: data,sft,grpo,eval,report
+    .venv/bin/python bench/train_cpu.py --stages eval   # only some: data,sft,grpo,eval,report,sft_answers
     .venv/bin/python bench/train_cpu.py --stages report # the report from the committed records
 
 Stages:
@@ -14,6 +14,9 @@ Stages:
   cores: steps whose example exceeds MAX_LENGTH tokens are left out, which on CPU leaves out the
   multi-turn dialogues, ~5-6k tokens each) -> bench/runs/train/{sft,grpo}/ (final adapter, probe
   curve and metrics committed; checkpoints are not).
+- sft_answers (only when named): the SFT with answer steps weighed up (SFT_ANSWERS) ->
+  bench/runs/train/sft_answers/, compared on the own-tools test half (bench/own_tools.py's arms
+  sft_answers_direct, sft_answers_answer).
 - eval: the slice of bench/bfcl.py (the first 8 test-half entries of every single-turn category and
   30 multi_turn_base dialogues) and the own-tools test half, for the trained model (llama.cpp + the
   LoRA adapter, the untrained model's cost) in the direct and KATE (st_w8v) arms, into
@@ -49,6 +52,11 @@ CALL_FORMAT = "call_format=json"
 SFT = ["pack=step", f"max_length={MAX_LENGTH}", "max_steps=30", "gradient_accumulation_steps=4", "save_steps=15",
        "lora.r=8", "lora.alpha=16", CALL_FORMAT, "threads=2", "probe.held_out=8", "probe.replay=4",
        "probe.near_miss=4", "probe.max_tokens=64"]
+# sft_answers: the same SFT with every answer step shown 10 times. The SFT part is 15% answer steps (218 of
+# 1,427), but the 2,048-token cut leaves 15 of 876 (all own-tools; the multi-turn answers have ~5k-token
+# prompts), and the model trained on that never ended a turn by itself (0 of 32 on the own-tools test half);
+# 10 copies restore the 15% (150 of 1,011). Chosen from the data's counts, not from any test result.
+SFT_ANSWERS = [*SFT, "kind_repeats.answer=10"]
 # GRPO: one prompt's group of 4 per optimizer step, one completion per forward: on CPU TRL 1.16 scores every
 # position of a forward in one chunk of 32,768 tokens, so 4 completions of a 2,048-token prompt (~5 GB of
 # logits, several copies) were killed for memory at 24 GiB; a batch of 4 x 1 forward is the same step.
@@ -79,6 +87,11 @@ def _done(folder: Path) -> bool:
 def stage_sft() -> None:
     if not _done(RUNS / "sft"):
         kate("train", "sft", f"data_dir={DATA}", f"output_dir={RUNS / 'sft'}", *SFT)
+
+
+def stage_sft_answers() -> None:
+    if not _done(RUNS / "sft_answers"):
+        kate("train", "sft", f"data_dir={DATA}", f"output_dir={RUNS / 'sft_answers'}", *SFT_ANSWERS)
 
 
 def stage_grpo() -> None:
@@ -114,6 +127,8 @@ def main() -> None:
             stage_data()
         elif stage == "sft":
             stage_sft()
+        elif stage == "sft_answers":
+            stage_sft_answers()
         elif stage == "grpo":
             stage_grpo()
         elif stage == "eval":

@@ -124,9 +124,9 @@ class SFTJobConfig(TrainerConfig):
                                   "<tool_call> blocks for Qwen) | json (the call as a JSON object, several as a "
                                   "list: what Qwen2.5-Coder writes untrained; kate's parsers read both). json packs "
                                   "no dialogue (the history keeps the template's form)", "template")
-    kind_repeats: Dict[str, int] = help_field("copies of each example by its step kind (call | no_call | answer), "
-                                              "e.g. {answer: 4} to weigh up a rare kind; unnamed kinds once; "
-                                              "a packed dialogue takes its steps' largest", factory=dict)
+    kind_repeats: Dict[str, int] = help_field("copies of each example by its step kind, e.g. answer=4 to weigh up a "
+                                              "rare kind; a packed dialogue takes its steps' largest",
+                                              factory=lambda: {"call": 1, "no_call": 1, "answer": 1})
 
 
 @dataclass
