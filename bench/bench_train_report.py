@@ -22,8 +22,15 @@ BFCL_FOLDERS = {"untrained_direct": ROOT / "bench/runs/direct/seed_0", "untraine
 ARMS = tuple(BFCL_FOLDERS)
 # the first SFT adapter (targets in the template's <tool_call> form, bench/runs/train/sft_template/): its
 # own-tools records, made when it lay in bench/runs/train/sft/, are kept beside the current ones
-STAGES = ("sft_template", "sft", "grpo")
+STAGES = ("sft_template", "sft", "grpo", "sft_answers")
 EARLIER_OWN_TOOLS = {"trained_direct (sft, template targets)": RUNS / "sft_template_direct/own_tools/seed_0"}
+# bench/own_tools.py's test-half arms: each adapter alone and with the turn-end options (kate/agent/turn_end.py)
+OWN = ROOT / "bench" / "runs" / "own_tools" / "test"
+OWN_TOOLS_ARMS = {"untrained + turn-end options": OWN / "direct_answer/seed_0",
+                  "sft (json) alone": OWN / "sft_direct/seed_0", "sft (json) + turn-end options": OWN / "sft_answer/seed_0",
+                  "grpo + turn-end options": OWN / "grpo_answer/seed_0",
+                  "sft_answers alone": OWN / "sft_answers_direct/seed_0",
+                  "sft_answers + turn-end options": OWN / "sft_answers_answer/seed_0"}  # fmt: skip
 
 
 def _records(folder: Path) -> list[dict[str, Any]]:
@@ -130,7 +137,7 @@ def write_report() -> dict[str, Any]:
     for arm in ARMS:
         rows = _records(RUNS / arm / "own_tools" / "seed_0")
         own[arm] = own_tools_summary(rows).get("all") if rows else None
-    for label, folder in EARLIER_OWN_TOOLS.items():
+    for label, folder in {**EARLIER_OWN_TOOLS, **OWN_TOOLS_ARMS}.items():
         rows = _records(folder)
         own[label] = own_tools_summary(rows).get("all") if rows else None
     bfcl_records = {arm: _records(folder) for arm, folder in BFCL_FOLDERS.items()}
