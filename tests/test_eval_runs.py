@@ -173,3 +173,55 @@ def test_a_record_puts_the_score_first_and_needs_a_verdict():
     assert list(record.to_dict()) == ["id", "category", "seed", "valid", "error_type", "calls", "seconds"]
     with pytest.raises(ValueError, match="x_2"):
         Record("x_2", "simple_python", 0, {"error_type": None})
+
+
+class _CountingTask:
+    """Six items; each solve is logged, the later ones take a moment (so one is running at a stop)."""
+
+    name = "counting"
+
+    def __init__(self) -> None:
+        from types import SimpleNamespace
+
+        self._items = [SimpleNamespace(id=f"c{k}", category="c") for k in range(6)]
+        self.started: list[str] = []
+        self.finished: list[str] = []
+
+    def items(self):
+        return self._items
+
+    def solve(self, item, policy, seed):
+        self.started.append(item.id)
+        time.sleep(0.0 if item.id == "c0" else 0.3)
+        self.finished.append(item.id)
+        return {"answer": item.id}
+
+    def score(self, item, trace):
+        return {"valid": True}
+
+    def describe(self):
+        return {"items": 6}
+
+
+@pytest.mark.parametrize("stop", [KeyboardInterrupt, SystemExit])
+def test_a_stopped_run_starts_nothing_new_and_keeps_what_finished(tmp_path, stop):
+    from kate.agent import Policy
+    from kate.eval.runner import open_run, run_task
+    from kate.llm.fake import FakeChatModel
+    from kate.sampling.policy import GreedySampler
+
+    policy = Policy(FakeChatModel(["-"]), GreedySampler())
+    task = _CountingTask()
+
+    def stop_after_first(record):
+        raise stop()
+
+    store = open_run(tmp_path, arm="a", task=task, policy=policy, seed=0, config={})
+    with pytest.raises(stop):
+        run_task(task, policy, store, on_record=stop_after_first)
+    assert len(task.started) <= 2  # the item running at the stop, no more (before: every queued item ran)
+    stored = [r["id"] for r in store.records()]
+    assert sorted(stored) == sorted(task.finished)  # what finished is kept, once
+    resumed = run_task(_CountingTask(), policy, open_run(tmp_path, arm="a", task=task, policy=policy, seed=0, config={}))
+    assert [r["id"] for r in resumed] == [f"c{k}" for k in range(6)]
+    assert len(store.records()) == 6

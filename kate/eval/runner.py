@@ -81,6 +81,18 @@ def _drop_upstream_failures(store: RunStore, wanted: set[str]) -> None:
         atomic_write_text(store.records_path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in kept))
 
 
+def _keep_finished(futures: Sequence[Any], taken: set[Any], store: RunStore) -> None:
+    """After a stop: wait for the items that were running and store their records (a stop loses no
+    finished work and never records an item twice)."""
+    for future in futures:
+        if future in taken or future.cancelled():
+            continue
+        try:
+            store.append(future.result())
+        except Exception:  # noqa: BLE001  (the stop is what is raised; this item is redone on resume)
+            continue
+
+
 def run_task(task: Task, policy: Policy, store: RunStore, *, seed: int = 0, workers: int = 1,
              items: Sequence[Any] | None = None, desc: str | None = None,
              on_record: Callable[[Record], None] | None = None) -> list[dict[str, Any]]:  # fmt: skip
@@ -95,17 +107,32 @@ def run_task(task: Task, policy: Policy, store: RunStore, *, seed: int = 0, work
     solved = sum(bool(r["valid"]) for r in records)
     bar = tqdm(total=len(items), initial=len(records), desc=desc or task.name, unit="item", dynamic_ncols=True)
     bar.set_postfix(solved=f"{solved / max(len(records), 1):.3f}")
-    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        futures = [pool.submit(run_item, task, item, policy, seed) for item in todo]
+    taken: set[Any] = set()
+
+    def take(future: Any) -> None:
+        nonlocal solved
+        taken.add(future)
+        record = future.result()
+        store.append(record)
+        records.append(record.to_dict())
+        solved += record.valid
+        bar.update(1)
+        bar.set_postfix(solved=f"{solved / len(records):.3f}")
+        if on_record is not None:
+            on_record(record)
+
+    pool = ThreadPoolExecutor(max_workers=max(1, workers))
+    futures = [pool.submit(run_item, task, item, policy, seed) for item in todo]
+    try:
         for future in as_completed(futures):
-            record = future.result()
-            store.append(record)
-            records.append(record.to_dict())
-            solved += record.valid
-            bar.update(1)
-            bar.set_postfix(solved=f"{solved / len(records):.3f}")
-            if on_record is not None:
-                on_record(record)
+            take(future)
+    except BaseException:  # a stop (Ctrl-C, SIGTERM's SystemExit) or a failure: start nothing new
+        for future in futures:
+            future.cancel()
+        _keep_finished(futures, taken, store)  # items already running finish; their records are kept
+        raise
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
     bar.close()
     failed = sum(r.get("error_type") == UPSTREAM_ERROR for r in records)
     if failed:
