@@ -1,0 +1,58 @@
+"""Diagnostics II (issue 14) for the default 0.5B model: the ladder's rungs, strict vs keyword scoring,
+the checkpoint trajectory and the tool-knowledge probes, into bench/results/diagnose/ladder/ (the
+runner's records, summaries, report.md and its PNGs, committed). Resumable: rerun the same command, in
+a later session too; each rung continues where it stopped, finished ones are read back.
+
+    .venv/bin/python bench/diagnose_ii.py                    # every rung in RUNGS' order, then the report
+    .venv/bin/python bench/diagnose_ii.py --only replay      # one rung (and what it needs)
+
+Settings (chosen before any result; the cheap rungs first, so a partial run is already a report):
+- replay: BFCL's single-turn test halves with ground-truth calls (simple_python, multiple, parallel,
+  parallel_multiple; all 500 entries), greedy, strict and keyword verdicts;
+- near_miss: one generated near-miss prompt per tool set of the simple_python and multiple test halves
+  (300) plus BFCL's irrelevance and live_irrelevance test halves (562);
+- keyword: strict vs keyword on the stored records of bench/runs/direct (BFCL single-turn slice) and on
+  this folder's replay and near-miss records (no model);
+- first_token: the hf client's first-token mass of the call openings on 200 replay + 200 near-miss
+  prompts;
+- trajectory: the same probe set over the SFT run's checkpoints (bench/runs/train/sft/checkpoint-*;
+  made by bench/train_cpu.py, not committed: on another machine that command makes them again);
+- toolsense: a catalogue of BFCL's functions, 100 queries per ambiguity tier, 300 MCQ, 300 QA, with
+  the embedding baseline; the 0.5B model writes and judges its own probes (toolsense.writer for a
+  stronger one).
+Diagnostics I's rungs (issue 13: bench/diagnose_i.py) are skipped here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "bench"))
+
+from kate_job import run_kate, stop_on_sigterm  # noqa: E402  (bench/kate_job.py)
+
+OUT = ROOT / "bench" / "results" / "diagnose" / "ladder"
+RUNGS = ["replay", "near_miss", "keyword", "first_token", "trajectory", "toolsense"]
+SETTINGS = ["set=bfcl", "bfcl.split=test", "skip=[necessity,breakdown,probes,pcall,plan,gate]", "seed=0",
+            f"keyword.run={ROOT / 'bench' / 'runs' / 'direct' / 'seed_0'}", "replay.split=test", "replay.limit=null",
+            "near_miss.split=test", "near_miss.limit=null", "first_token.limit=200",
+            f"trajectory.folder={ROOT / 'bench' / 'runs' / 'train' / 'sft'}", "toolsense.queries_per_tier=100",
+            "toolsense.mcq=300", "toolsense.qa=300"]  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--only", default=None, help=f"one rung of {', '.join(RUNGS)} (default: each, then the report)")
+    args = parser.parse_args()
+    stop_on_sigterm()
+    if args.only is not None and args.only not in RUNGS:
+        raise SystemExit(f"unknown rung {args.only!r}; rungs: {', '.join(RUNGS)}")
+    for rung in [args.only] if args.only else [*RUNGS, "all"]:
+        run_kate(["diagnose", f"name={rung}", *SETTINGS, f"out_dir={OUT}"], OUT.parent / ".hydra" / "ladder")
+
+
+if __name__ == "__main__":
+    main()
