@@ -5,7 +5,9 @@ vote), on the untrained model or on the trained one (llama.cpp with the LoRA ada
 and cost). BFCL's slice is bench/bfcl.py's (8 entries of every single-turn category, 30
 multi_turn_base dialogues, test halves); the untrained BFCL records are bench/bfcl.py's own
 (bench/runs/direct, bench/runs/st_w8v), so only the trained arms run BFCL here. The own-tools test half
-runs for all four arms (kind ``own_tools``: no knowledge is configured for it, so KATE there is the vote).
+runs for the direct arms (OWN_TOOLS_ARMS): at width 8 a question takes ~7 minutes on 2 cores
+(bench/own_tools.py's w8v), ~3.7 h an arm, and no knowledge is configured for that kind, so KATE there
+would be the vote alone (bench/own_tools.py measures the knowledge and turn-end arms on that task).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ RUNS = ROOT / "bench" / "runs" / "train"
 UNTRAINED_BFCL = {"untrained_direct": ROOT / "bench" / "runs" / "direct", "untrained_kate": ROOT / "bench" / "runs" / "st_w8v"}
 ARM_CONFIG = {"untrained_direct": "direct", "trained_direct": "direct", "untrained_kate": "st_w8v", "trained_kate": "st_w8v"}
 SINGLE, MULTI = 8, 30
+OWN_TOOLS_ARMS = ("untrained_direct", "trained_direct")
 
 
 def compose_arm(arm: str, adapter: Path | None, **over: object) -> dict:
@@ -53,7 +56,7 @@ def _run(arm: str, c: dict, model, task, folder: Path, desc: str) -> None:
 
 
 def run_arms(arms: list[str], adapter: Path, *, own_tools_max_steps: int) -> None:
-    """The own-tools test half for every arm first (the short part), then BFCL for the trained arms."""
+    """The own-tools test half for the direct arms first (the short part), then BFCL for the trained arms."""
     models: dict[str, object] = {}
     unknown = [a for a in arms if a not in ARM_CONFIG]
     if unknown:
@@ -65,7 +68,7 @@ def run_arms(arms: list[str], adapter: Path, *, own_tools_max_steps: int) -> Non
             models[key] = instantiate(c["llm"])
         return models[key]
 
-    for arm in arms:
+    for arm in (a for a in arms if a in OWN_TOOLS_ARMS):
         c = compose_arm(arm, adapter if arm.startswith("trained") else None, max_steps=own_tools_max_steps)
         _run(arm, c, model_for(arm, c), OwnToolsTask("test"), RUNS / arm / "own_tools" / "seed_0", f"{arm} own_tools")
     for arm in (a for a in arms if a.startswith("trained")):

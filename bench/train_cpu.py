@@ -18,10 +18,10 @@ Stages:
   bench/runs/train/sft_answers/, compared on the own-tools test half (bench/own_tools.py's arms
   sft_answers_direct, sft_answers_answer).
 - eval: the slice of bench/bfcl.py (the first 8 test-half entries of every single-turn category and
-  30 multi_turn_base dialogues) and the own-tools test half, for the trained model (llama.cpp + the
-  LoRA adapter, the untrained model's cost) in the direct and KATE (st_w8v) arms, into
-  bench/runs/train/<arm>/; the untrained arms are bench/runs/direct and bench/runs/st_w8v (BFCL)
-  and bench/runs/train/untrained_*/own_tools.
+  30 multi_turn_base dialogues) for the trained model (llama.cpp + the LoRA adapter, the untrained
+  model's cost) in the direct and KATE (st_w8v) arms, into bench/runs/train/<arm>/ (the untrained
+  arms are bench/runs/direct and bench/runs/st_w8v); the own-tools test half for the direct arms
+  (bench/bench_train_eval.py says why), into bench/runs/train/<arm>/own_tools.
 - report: bench/results/train_cpu.json and .md, with n and intervals.
 """
 
