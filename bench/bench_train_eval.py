@@ -55,7 +55,7 @@ def _run(arm: str, c: dict, model, task, folder: Path, desc: str) -> None:
     run_task(task, policy, store, seed=0, desc=desc)
 
 
-def run_arms(arms: list[str], adapter: Path, *, own_tools_max_steps: int) -> None:
+def run_arms(arms: list[str], adapter: Path, *, own_tools_max_steps: int, suffix: str = "") -> None:
     """The own-tools test half for the direct arms first (the short part), then BFCL for the trained arms."""
     models: dict[str, object] = {}
     unknown = [a for a in arms if a not in ARM_CONFIG]
@@ -70,7 +70,9 @@ def run_arms(arms: list[str], adapter: Path, *, own_tools_max_steps: int) -> Non
 
     for arm in (a for a in arms if a in OWN_TOOLS_ARMS):
         c = compose_arm(arm, adapter if arm.startswith("trained") else None, max_steps=own_tools_max_steps)
-        _run(arm, c, model_for(arm, c), OwnToolsTask("test"), RUNS / arm / "own_tools" / "seed_0", f"{arm} own_tools")
+        _run(arm, c, model_for(arm, c), OwnToolsTask("test"), RUNS / (arm + suffix) / "own_tools" / "seed_0",
+             f"{arm}{suffix} own_tools")
     for arm in (a for a in arms if a.startswith("trained")):
         c = compose_arm(arm, adapter)
-        _run(arm, c, model_for(arm, c), BFCLTask(bfcl_entries(), "test"), RUNS / arm / "bfcl" / "seed_0", f"{arm} bfcl")
+        _run(arm, c, model_for(arm, c), BFCLTask(bfcl_entries(), "test"), RUNS / (arm + suffix) / "bfcl" / "seed_0",
+             f"{arm}{suffix} bfcl")

@@ -18,7 +18,9 @@ ROOT = Path(__file__).resolve().parents[1]
 RUNS = ROOT / "bench" / "runs" / "train"
 RESULTS = ROOT / "bench" / "results"
 BFCL_FOLDERS = {"untrained_direct": ROOT / "bench/runs/direct/seed_0", "untrained_kate": ROOT / "bench/runs/st_w8v/seed_0",
-                "trained_direct": RUNS / "trained_direct/bfcl/seed_0", "trained_kate": RUNS / "trained_kate/bfcl/seed_0"}
+                "trained_direct": RUNS / "trained_direct/bfcl/seed_0", "trained_kate": RUNS / "trained_kate/bfcl/seed_0",
+                # bench/train_cpu.py --stages eval --arms trained_direct --adapter sft_answers
+                "trained_direct_sft_answers": RUNS / "trained_direct_sft_answers/bfcl/seed_0"}
 ARMS = tuple(BFCL_FOLDERS)
 # the first SFT adapter (targets in the template's <tool_call> form, bench/runs/train/sft_template/): its
 # own-tools records, made when it lay in bench/runs/train/sft/, are kept beside the current ones
@@ -91,8 +93,11 @@ def markdown(result: Mapping[str, Any]) -> str:
               "| arm | n | right call | right answer | both | turn ends |", "|---|---|---|---|---|---|"]
     for arm, s in result["own_tools"].items():
         if s:
-            lines.append(f"| {arm} | {s['n']} | {s['call_ok_share']:.2f} | {s['answer_ok_share']:.2f} | "
-                         f"{s['valid_share']:.2f} | {s['turn_ends']} |")
+            k = round(s["answer_ok_share"] * s["n"])
+            r = _rate(k, s["n"])
+            lines.append(f"| {arm} | {s['n']} | {s['call_ok_share']:.2f} | {s['answer_ok_share']:.2f} "
+                         f"({k}/{s['n']}; [{r['interval'][0]}, {r['interval'][1]}] %) | {s['valid_share']:.2f} | "
+                         f"{s['turn_ends']} |")
     lines += ["", "## BFCL test-half slice", "", "| category | " + " | ".join(ARMS) + " |",
               "|---|" + "---|" * len(ARMS)]
     for category, row in result["bfcl"].items():
@@ -121,7 +126,7 @@ def adapters_used() -> dict[str, Any]:
     recorded, found among the run folders (a folder renamed since keeps its adapter's hash)."""
     known = _adapters_by_sha256()
     out = {}
-    for arm in ("trained_direct", "trained_kate", "sft_template_direct"):
+    for arm in (*(a for a in ARMS if a.startswith("trained")), "sft_template_direct"):
         for part in ("own_tools", "bfcl"):
             meta_path = RUNS / arm / part / "seed_0" / "meta.json"
             if meta_path.exists():

@@ -4,6 +4,7 @@ command (in a later session too) and it continues where it stopped; finished sta
 
     .venv/bin/python bench/train_cpu.py                 # every stage in order
     .venv/bin/python bench/train_cpu.py --stages eval   # only some: data,sft,grpo,eval,report,sft_answers
+    .venv/bin/python bench/train_cpu.py --stages eval --arms trained_direct --adapter sft_answers
     .venv/bin/python bench/train_cpu.py --stages report # the report from the committed records
 
 Stages:
@@ -108,10 +109,18 @@ def trained_adapter() -> Path:
     raise SystemExit("no trained adapter yet: run the sft stage first")
 
 
-def stage_eval(which: list[str]) -> None:
+def stage_eval(which: list[str], adapter_stage: str | None) -> None:
+    """The arms on the pipeline's adapter (``trained_adapter``) into bench/runs/train/<arm>/, or on
+    another stage's into bench/runs/train/<arm>_<stage>/."""
     from bench_train_eval import run_arms  # noqa: PLC0415  (bench/bench_train_eval.py)
 
-    run_arms(which, trained_adapter(), own_tools_max_steps=OWN_TOOLS_MAX_STEPS)
+    if adapter_stage is None:
+        run_arms(which, trained_adapter(), own_tools_max_steps=OWN_TOOLS_MAX_STEPS)
+        return
+    if not _done(RUNS / adapter_stage):
+        raise SystemExit(f"{RUNS / adapter_stage}: no finished training run there")
+    run_arms([a for a in which if a.startswith("trained")], RUNS / adapter_stage / "final" / "adapter.gguf",
+             own_tools_max_steps=OWN_TOOLS_MAX_STEPS, suffix=f"_{adapter_stage}")
 
 
 def main() -> None:
@@ -119,6 +128,8 @@ def main() -> None:
     parser.add_argument("--stages", default="data,sft,grpo,eval,report")
     parser.add_argument("--arms", default="untrained_direct,trained_direct,untrained_kate,trained_kate",
                         help="eval arms, in this order")
+    parser.add_argument("--adapter", default=None, help="eval: the trained arms on this stage's adapter "
+                        "(e.g. sft_answers) into bench/runs/train/<arm>_<stage>/; default: the pipeline's")
     args = parser.parse_args()
     stop_on_sigterm()
     stages = args.stages.split(",")
@@ -132,7 +143,7 @@ def main() -> None:
         elif stage == "grpo":
             stage_grpo()
         elif stage == "eval":
-            stage_eval(args.arms.split(","))
+            stage_eval(args.arms.split(","), args.adapter)
         elif stage == "report":
             from bench_train_report import write_report  # noqa: PLC0415
 
