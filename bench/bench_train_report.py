@@ -67,6 +67,28 @@ def bfcl_table(records: Mapping[str, Sequence[Mapping[str, Any]]]) -> dict[str, 
     return out
 
 
+def single_turn_changes(records: Mapping[str, Sequence[Mapping[str, Any]]], base: str = "untrained_direct") -> dict[str, Any]:
+    """Each other arm against ``base`` on the single-turn entries both hold: right, fixed, broken, and
+    outputs with more than one call."""
+    def by_id(rows: Sequence[Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
+        return {r["id"]: r for r in rows if not r["category"].startswith("multi_turn")}
+
+    ref = by_id(records.get(base, []))
+    out = {}
+    for arm, rows in records.items():
+        mine = by_id(rows)
+        common = [k for k in mine if k in ref]
+        if arm == base or not common:
+            continue
+        out[arm] = {"n": len(common), "right": sum(bool(mine[k]["valid"]) for k in common),
+                    f"right_{base}": sum(bool(ref[k]["valid"]) for k in common),
+                    "fixed": sum(bool(mine[k]["valid"]) and not ref[k]["valid"] for k in common),
+                    "broken": sum(bool(ref[k]["valid"]) and not mine[k]["valid"] for k in common),
+                    "multi_call_outputs": sum(len(mine[k].get("calls") or []) > 1 for k in common),
+                    f"multi_call_outputs_{base}": sum(len(ref[k].get("calls") or []) > 1 for k in common)}
+    return out
+
+
 def _probe(stage: str) -> list[dict[str, Any]]:
     path = RUNS / stage / "probe.jsonl"
     return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
@@ -110,6 +132,11 @@ def markdown(result: Mapping[str, Any]) -> str:
                 text += f"; turns {t['pct']} ({t['k']}/{t['n']})"
             cells.append(text)
         lines.append(f"| {category} | " + " | ".join(cells) + " |")
+    lines += ["", "Single-turn entries against untrained_direct (the entries both hold):", ""]
+    for arm, c in result.get("single_turn_changes", {}).items():
+        lines.append(f"- {arm}: {c['right']} right vs {c['right_untrained_direct']} of {c['n']}; {c['fixed']} fixed, "
+                     f"{c['broken']} broken; outputs with several calls {c['multi_call_outputs']} "
+                     f"(untrained {c['multi_call_outputs_untrained_direct']})")
     lines += ["", "Probe curves (at the start and every save): `train_cpu_probe_<stage>.png` (sft_template: the first SFT, targets as the template writes calls; sft: call_format=json)."]
     return "\n".join(lines) + "\n"
 
@@ -150,6 +177,7 @@ def write_report() -> dict[str, Any]:
     result = {"model": "qwen2.5-coder-0.5b-instruct-q4_k_m", "training": {s: _summary(s) for s in STAGES},
               "probe": {s: _probe(s) for s in STAGES}, "own_tools": own,
               "bfcl": bfcl_table(bfcl_records) if len(bfcl_records) > 1 else {},
+              "single_turn_changes": single_turn_changes(bfcl_records),
               "bfcl_arms": sorted(bfcl_records), "adapters": adapters_used()}  # fmt: skip
     atomic_write_json(RESULTS / "train_cpu.json", result)
     atomic_write_text(RESULTS / "train_cpu.md", markdown(result))
