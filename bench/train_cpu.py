@@ -101,11 +101,15 @@ def stage_grpo() -> None:
              f"init_adapter={RUNS / 'sft' / 'final'}", *GRPO)
 
 
+def adapter_of(stage: str) -> Path:
+    return RUNS / stage / "final" / "adapter.gguf"
+
+
 def trained_adapter() -> Path:
     """The adapter the trained arms use: GRPO's when it finished, else SFT's."""
     for stage in ("grpo", "sft"):
         if _done(RUNS / stage):
-            return RUNS / stage / "final" / "adapter.gguf"
+            return adapter_of(stage)
     raise SystemExit("no trained adapter yet: run the sft stage first")
 
 
@@ -119,7 +123,7 @@ def stage_eval(which: list[str], adapter_stage: str | None) -> None:
         return
     if not _done(RUNS / adapter_stage):
         raise SystemExit(f"{RUNS / adapter_stage}: no finished training run there")
-    run_arms([a for a in which if a.startswith("trained")], RUNS / adapter_stage / "final" / "adapter.gguf",
+    run_arms([a for a in which if a.startswith("trained")], adapter_of(adapter_stage),
              own_tools_max_steps=OWN_TOOLS_MAX_STEPS, suffix=f"_{adapter_stage}")
 
 
