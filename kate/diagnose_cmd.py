@@ -57,7 +57,7 @@ from kate.diagnose.tasks import VerifiableTask
 from kate.diagnose.user_set import load_user_set
 from kate.diagnose.ladder_jobs import HF_TARGET, LadderJobs, hf_configured
 from kate.eval.config import check_target, plain
-from kate.eval.runner import open_run, run_task
+from kate.eval.runner import UPSTREAM_ERROR, open_run, run_task
 from kate.io import atomic_write_json
 from kate.llm.base import supports
 from kate.llm.identity import model_identity
@@ -211,7 +211,7 @@ class Diagnosis(LadderJobs):
 
     def plan(self) -> dict[str, Any]:
         labels = self.necessity()
-        task = PlanExecuteTask(self.acting, max_tokens=self.c["plan"]["max_tokens"])
+        task = PlanExecuteTask(self.acting, max_tokens=self.c["plan"]["max_tokens"], executions=self._acted())
         records = self.run("plan", task, {"max_tokens": self.c["max_tokens"], "max_steps": self.c["max_steps"]})
         summary = plan_execute_summary(records, labels)
         atomic_write_json(self.out / "plan" / "summary.json", summary)
@@ -228,7 +228,7 @@ class Diagnosis(LadderJobs):
         if beliefs is None:
             return None
         texts = {"no_tool_text": g["no_tool_text"], "tool_text": g["tool_text"], "call_opening": g["call_opening"]}
-        task = GateSweepTask(self.acting, beliefs, mode=g["mode"], texts=texts)
+        task = GateSweepTask(self.acting, beliefs, mode=g["mode"], texts=texts, base=self._acted())
         folder = f"gate_{g['mode']}"
         records = self.run(folder, task, {"max_tokens": self.c["max_tokens"], "max_steps": self.c["max_steps"]})
         rows = tau_sweep(records, labels, g["taus"], g["tau_high"])
@@ -236,6 +236,10 @@ class Diagnosis(LadderJobs):
                                                             "held_out_only": g["held_out_only"], "rows": rows})  # fmt: skip
         print(sweep_markdown(rows))
         return rows
+
+    def _acted(self) -> dict[str, dict[str, Any]]:
+        """The breakdown's greedy runs, which plan's execution and the gate's ungated run read back."""
+        return {r["id"]: r for r in self.breakdown() if r.get("error_type") != UPSTREAM_ERROR}
 
     def _beliefs(self) -> dict[str, float] | None:
         g = self.c["gate"]

@@ -128,6 +128,24 @@ def test_the_sweep_task_runs_three_ways_through_the_runner(tmp_path):
     assert records[0]["runs"]["tool"]["first_step"]["text"].startswith("I need to call a tool")
 
 
+def test_the_sweep_reads_the_ungated_run_from_the_breakdowns_records(tmp_path):
+    items = arithmetic_items(2, seed=1)
+    model = PrefillFake([lambda messages, tools, n: ["\\boxed{0}"] * n], repeat_last=True)
+    base = {items[0].id: {"id": items[0].id, "category": "x", "seed": 0, "called": True, "valid": True, "steps": []}}
+    task = GateSweepTask(VerifiableTask(items, act="step"), {i.id: 0.5 for i in items}, base=base)
+    policy = Policy(model)
+    store = open_run(tmp_path / "gate", arm="gate", task=task, policy=policy, seed=0, config={})
+    records = {r["id"]: r for r in run_task(task, policy, store, seed=0)}
+    assert len(model.requests) == 2 + 3  # the first item's base run is not generated again
+    assert records[items[0].id]["outcome"]["base"] == {"called": True, "valid": True}
+    assert records[items[0].id]["runs"]["base"]["from"] == "breakdown"
+    assert "from" not in records[items[1].id]["runs"]["base"]
+    plain = GateSweepTask(VerifiableTask(items, act="step"), {i.id: 0.5 for i in items})
+    assert plain.describe() != task.describe()  # a sweep on other ungated runs is another run folder
+    with pytest.raises(ValueError, match="must say whether it called"):
+        GateSweepTask(VerifiableTask(items, act="step"), {i.id: 0.5 for i in items}, base={items[0].id: {"id": "a"}})
+
+
 def _probe_file(tmp_path, dim, layers, direction):
     probe = When2ToolProbe(direction, 0.0, np.zeros(dim * len(layers)), np.ones(dim * len(layers)))
     return save_probe(tmp_path / "probe.npz", probe, layers, {"label": "necessary"})

@@ -88,3 +88,21 @@ def test_plan_then_execute_through_the_runner(tmp_path):
     assert summary["said_call_did_not"] == 1 and summary["said_no_call_called"] == 1
     with pytest.raises(ValueError, match="no necessity label"):
         plan_execute_summary(records, {})
+
+
+def test_the_execution_is_read_from_the_breakdowns_records(tmp_path):
+    """The acting solve recorded once (the breakdown) is not generated again; only the plan is asked."""
+    acting = VerifiableTask(ITEMS, act="step")
+    first = FakeChatModel([scripted], repeat_last=True)
+    policy = Policy(first)
+    acted = run_task(acting, policy, open_run(tmp_path / "breakdown", arm="breakdown", task=acting, policy=policy,
+                                              seed=0, config={}), seed=0)  # fmt: skip
+    model = FakeChatModel([scripted], repeat_last=True)
+    task = PlanExecuteTask(acting, executions={r["id"]: r for r in acted})
+    policy = Policy(model)
+    records = run_task(task, policy, open_run(tmp_path / "plan", arm="plan", task=task, policy=policy, seed=0,
+                                              config={}), seed=0)  # fmt: skip
+    assert len(model.requests) == len(ITEMS) and all(q["tools"] is None for q in model.requests)  # plans only
+    assert [r["called"] for r in records] == CALLS and all(r["from"] == "breakdown" for r in records)
+    assert [r["valid"] for r in records] == [r["valid"] for r in acted]
+    assert task.describe() != PlanExecuteTask(acting).describe()

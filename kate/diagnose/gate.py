@@ -7,7 +7,9 @@ the first call, so a config that names it costs nothing until the gate acts.
 
 The sweep does not rerun the model per tau. ``GateSweepTask`` runs each item three ways with the
 acting task's own solve: ungated (``base``), with the "no tool" text prefilled (``no_tool``) and
-with the tool text or call opening prefilled (``tool``), and records the item's belief.
+with the tool text or call opening prefilled (``tool``), and records the item's belief. The ungated
+run is the breakdown's (the same greedy solve, model and seed): given those records as ``base``,
+it is read from them instead of generated again (a third of the sweep's cost; ``kate.diagnose.acted``).
 ``tau_sweep`` then reads, for every tau, the run the gate would have chosen (``gate_action``):
 calls made, mismatch against necessity and accuracy, with and without the gate.
 """
@@ -25,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from kate.agent.policy import Policy
+from kate.diagnose.acted import acted_runs, acted_sha256
 from kate.diagnose.hidden import decision_states
 from kate.diagnose.probes import When2ToolProbe, last_token_features
 from kate.io import atomic_open
@@ -113,6 +116,7 @@ class GateSweepTask:
     mode: str = "soft"
     texts: Mapping[str, str] = field(default_factory=dict)  # GateSampler's no_tool_text / tool_text / call_opening
     name: str = "gate"
+    base: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # item id -> its ungated run's record
 
     def __post_init__(self) -> None:
         if self.mode not in GATE_MODES:
@@ -120,14 +124,18 @@ class GateSweepTask:
         self._items = [item for item in self.acting.items() if item.id in self.beliefs]
         if not self._items:
             raise ValueError("no item of the set has a probe belief (run the probes first)")
+        self.base = acted_runs(self.base)
 
     def items(self) -> Sequence[Any]:
         return self._items
 
     def describe(self) -> dict[str, Any]:
         beliefs = json.dumps({i.id: round(float(self.beliefs[i.id]), 6) for i in self._items}, sort_keys=True)
-        return {**self.acting.describe(), "diagnostic": "gate", "mode": self.mode, "texts": dict(self.texts),
-                "beliefs_sha256": hashlib.sha256(beliefs.encode()).hexdigest()}  # fmt: skip
+        out = {**self.acting.describe(), "diagnostic": "gate", "mode": self.mode, "texts": dict(self.texts),
+               "beliefs_sha256": hashlib.sha256(beliefs.encode()).hexdigest()}  # fmt: skip
+        if self.base:  # where the ungated runs come from is part of what the sweep is
+            out["base_sha256"] = acted_sha256(self.base, [i.id for i in self._items])
+        return out
 
     def data(self) -> Any:
         data = getattr(self.acting, "data", None)
@@ -143,6 +151,9 @@ class GateSweepTask:
     def solve(self, item: Any, policy: Policy, seed: int) -> dict[str, Any]:
         runs = {}
         for run in SWEEP_RUNS:
+            if run == "base" and item.id in self.base:
+                runs[run] = {**self.base[item.id], "from": "breakdown"}
+                continue
             trace = self.acting.solve(item, self.steered(policy, run), seed)
             runs[run] = {**trace, **self.acting.score(item, trace)}
         return {"belief": float(self.beliefs[item.id]), "runs": runs}

@@ -11,7 +11,8 @@ parsed strictly (``parse_plan``: the whole reply is that object, at most inside 
 ``call`` a boolean, ``tool`` an offered tool's name when calling and null otherwise, ``arguments``
 an object; nothing else). An unparseable plan is a recorded failure (``plan_error``), never a crash.
 Then the *execution*: the acting task solves the item as it always does (``VerifiableTask`` or
-``BFCLDecisionTask``), so "called" is its parsed call.
+``BFCLDecisionTask``), so "called" is its parsed call; given the breakdown's records of that same
+solve (``executions``), the execution is read from them, not generated again (``kate.diagnose.acted``).
 
 ``plan_execute_summary`` compares both with necessity: plan accuracy (the plan calls exactly when
 a tool is needed), execution accuracy (the model calls exactly then), the gap between them, and how
@@ -27,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kate.agent.policy import Policy
+from kate.diagnose.acted import acted_runs, acted_sha256
 from kate.llm.base import Message, ToolSchema
 
 PLAN_INSTRUCTION = (
@@ -107,13 +109,20 @@ class PlanExecuteTask:
     name: str = "plan"
     max_tokens: int = field(default=256)
     instruction: str = PLAN_INSTRUCTION
+    executions: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # item id -> its acted record
+
+    def __post_init__(self) -> None:
+        self.executions = acted_runs(self.executions)
 
     def items(self) -> Sequence[Any]:
         return self.acting.items()
 
     def describe(self) -> dict[str, Any]:
-        return {**self.acting.describe(), "diagnostic": "plan", "plan_instruction": self.instruction,
-                "plan_max_tokens": self.max_tokens}  # fmt: skip
+        out = {**self.acting.describe(), "diagnostic": "plan", "plan_instruction": self.instruction,
+               "plan_max_tokens": self.max_tokens}  # fmt: skip
+        if self.executions:
+            out["executions_sha256"] = acted_sha256(self.executions, [i.id for i in self.items()])
+        return out
 
     def data(self) -> Any:
         data = getattr(self.acting, "data", None)
@@ -131,7 +140,10 @@ class PlanExecuteTask:
             plan["error"] = str(error)
         except ValueError as error:  # the prompt does not fit: a recorded failure
             plan["error"] = f"model error: {error}"
-        execution = self.acting.solve(item, policy, seed)
+        if item.id in self.executions:
+            execution = {**self.executions[item.id], "from": "breakdown"}
+        else:
+            execution = self.acting.solve(item, policy, seed)
         return {**execution, "plan_request": plan}
 
     def score(self, item: Any, trace: Mapping[str, Any]) -> dict[str, Any]:
