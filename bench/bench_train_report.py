@@ -20,11 +20,12 @@ RESULTS = ROOT / "bench" / "results"
 BFCL_FOLDERS = {"untrained_direct": ROOT / "bench/runs/direct/seed_0", "untrained_kate": ROOT / "bench/runs/st_w8v/seed_0",
                 "trained_direct": RUNS / "trained_direct/bfcl/seed_0", "trained_kate": RUNS / "trained_kate/bfcl/seed_0",
                 # bench/train_cpu.py --stages eval --arms trained_direct --adapter sft_answers
-                "trained_direct_sft_answers": RUNS / "trained_direct_sft_answers/bfcl/seed_0"}
+                "trained_direct_sft_answers": RUNS / "trained_direct_sft_answers/bfcl/seed_0",
+                "trained_direct_grpo_answers": RUNS / "trained_direct_grpo_answers/bfcl/seed_0"}
 ARMS = tuple(BFCL_FOLDERS)
 # the first SFT adapter (targets in the template's <tool_call> form, bench/runs/train/sft_template/): its
 # own-tools records, made when it lay in bench/runs/train/sft/, are kept beside the current ones
-STAGES = ("sft_template", "sft", "grpo", "sft_answers")
+STAGES = ("sft_template", "sft", "grpo", "sft_answers", "grpo_answers")
 EARLIER_OWN_TOOLS = {"trained_direct (sft, template targets)": RUNS / "sft_template_direct/own_tools/seed_0"}
 # bench/own_tools.py's test-half arms: each adapter alone and with the turn-end options (kate/agent/turn_end.py)
 OWN = ROOT / "bench" / "runs" / "own_tools" / "test"
@@ -32,7 +33,8 @@ OWN_TOOLS_ARMS = {"untrained + turn-end options": OWN / "direct_answer/seed_0",
                   "sft (json) alone": OWN / "sft_direct/seed_0", "sft (json) + turn-end options": OWN / "sft_answer/seed_0",
                   "grpo + turn-end options": OWN / "grpo_answer/seed_0",
                   "sft_answers alone": OWN / "sft_answers_direct/seed_0",
-                  "sft_answers + turn-end options": OWN / "sft_answers_answer/seed_0"}  # fmt: skip
+                  "sft_answers + turn-end options": OWN / "sft_answers_answer/seed_0",
+                  "grpo_answers alone": OWN / "grpo_answers_direct/seed_0"}  # fmt: skip
 
 
 def _records(folder: Path) -> list[dict[str, Any]]:

@@ -71,7 +71,9 @@ ARMS = {"direct": ("greedy", []), "w8v": ("width", []), "direct_answer": ("greed
         "grpo_answer": ("greedy", [*TURN_END, "+llm.lora=bench/runs/train/grpo/final/adapter.gguf"]),
         # the SFT with answer steps shown 10 times (bench/train_cpu.py --stages sft_answers)
         "sft_answers_direct": ("greedy", ["+llm.lora=bench/runs/train/sft_answers/final/adapter.gguf"]),
-        "sft_answers_answer": ("greedy", [*TURN_END, "+llm.lora=bench/runs/train/sft_answers/final/adapter.gguf"])}  # fmt: skip
+        "sft_answers_answer": ("greedy", [*TURN_END, "+llm.lora=bench/runs/train/sft_answers/final/adapter.gguf"]),
+        # GRPO from that adapter (bench/train_cpu.py --stages grpo_answers)
+        "grpo_answers_direct": ("greedy", ["+llm.lora=bench/runs/train/grpo_answers/final/adapter.gguf"])}  # fmt: skip
 RUNS = {"train": ROOT / "bench" / "runs" / "own_tools", "test": ROOT / "bench" / "runs" / "own_tools" / "test"}
 RESULT = {"train": ROOT / "bench" / "results" / "own_tools_baseline.json",
           "test": ROOT / "bench" / "results" / "own_tools_test.json"}  # fmt: skip

@@ -3,7 +3,7 @@ halves, evaluated on a fixed test-half slice in four arms. Every stage is resuma
 command (in a later session too) and it continues where it stopped; finished stages are skipped.
 
     .venv/bin/python bench/train_cpu.py                 # every stage in order
-    .venv/bin/python bench/train_cpu.py --stages eval   # only some: data,sft,grpo,eval,report,sft_answers
+    .venv/bin/python bench/train_cpu.py --stages eval   # only some: data,sft,grpo,eval,report,sft_answers,grpo_answers
     .venv/bin/python bench/train_cpu.py --stages eval --arms trained_direct --adapter sft_answers
     .venv/bin/python bench/train_cpu.py --stages report # the report from the committed records
 
@@ -18,6 +18,8 @@ Stages:
 - sft_answers (only when named): the SFT with answer steps weighed up (SFT_ANSWERS) ->
   bench/runs/train/sft_answers/, compared on the own-tools test half (bench/own_tools.py's arms
   sft_answers_direct, sft_answers_answer).
+- grpo_answers (only when named): GRPO with the same settings from the sft_answers adapter ->
+  bench/runs/train/grpo_answers/ (the pipeline's grpo starts from the JSON SFT, which never answers).
 - eval: the slice of bench/bfcl.py (the first 8 test-half entries of every single-turn category and
   30 multi_turn_base dialogues) for the trained model (llama.cpp + the LoRA adapter, the untrained
   model's cost) in the direct and KATE (st_w8v) arms, into bench/runs/train/<arm>/ (the untrained
@@ -95,10 +97,10 @@ def stage_sft_answers() -> None:
         kate("train", "sft", f"data_dir={DATA}", f"output_dir={RUNS / 'sft_answers'}", *SFT_ANSWERS)
 
 
-def stage_grpo() -> None:
-    if not _done(RUNS / "grpo"):
-        kate("train", "grpo", f"data_dir={DATA}", f"output_dir={RUNS / 'grpo'}",
-             f"init_adapter={RUNS / 'sft' / 'final'}", *GRPO)
+def stage_grpo(name: str = "grpo", start: str = "sft") -> None:
+    if not _done(RUNS / name):
+        kate("train", "grpo", f"data_dir={DATA}", f"output_dir={RUNS / name}",
+             f"init_adapter={RUNS / start / 'final'}", *GRPO)
 
 
 def adapter_of(stage: str) -> Path:
@@ -146,6 +148,8 @@ def main() -> None:
             stage_sft_answers()
         elif stage == "grpo":
             stage_grpo()
+        elif stage == "grpo_answers":
+            stage_grpo("grpo_answers", start="sft_answers")
         elif stage == "eval":
             stage_eval(args.arms.split(","), args.adapter)
         elif stage == "report":
