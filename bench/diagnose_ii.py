@@ -16,7 +16,8 @@ Settings (chosen before any result; the cheap rungs first, so a partial run is a
 - first_token: the hf client's first-token mass of the call openings on 200 replay + 200 near-miss
   prompts;
 - trajectory: the same probe set over the SFT run's checkpoints (bench/runs/train/sft/checkpoint-*;
-  made by bench/train_cpu.py, not committed: on another machine that command makes them again);
+  made by bench/train_cpu.py, not committed: on another machine that command makes them again; skipped,
+  saying so, where they are not on disk, so it comes last);
 - toolsense: a catalogue of BFCL's functions, 100 queries per ambiguity tier, 300 MCQ, 300 QA, with
   the embedding baseline; the 0.5B model writes and judges its own probes (toolsense.writer for a
   stronger one).
@@ -35,11 +36,13 @@ sys.path.insert(0, str(ROOT / "bench"))
 from kate_job import run_kate, stop_on_sigterm  # noqa: E402  (bench/kate_job.py)
 
 OUT = ROOT / "bench" / "results" / "diagnose" / "ladder"
-RUNGS = ["replay", "near_miss", "keyword", "first_token", "trajectory", "toolsense"]
-SETTINGS = ["set=bfcl", "bfcl.split=test", "skip=[necessity,breakdown,probes,pcall,plan,gate]", "seed=0",
+RUNGS = ["replay", "near_miss", "keyword", "first_token", "toolsense", "trajectory"]
+CHECKPOINTS = ROOT / "bench" / "runs" / "train" / "sft"
+SKIP = ["necessity", "breakdown", "probes", "pcall", "plan", "gate"]  # Diagnostics I's
+SETTINGS = ["set=bfcl", "bfcl.split=test", "seed=0",
             f"keyword.run={ROOT / 'bench' / 'runs' / 'direct' / 'seed_0'}", "replay.split=test", "replay.limit=null",
             "near_miss.split=test", "near_miss.limit=null", "first_token.limit=200",
-            f"trajectory.folder={ROOT / 'bench' / 'runs' / 'train' / 'sft'}", "toolsense.queries_per_tier=100",
+            f"trajectory.folder={CHECKPOINTS}", "toolsense.queries_per_tier=100",
             "toolsense.mcq=300", "toolsense.qa=300"]  # fmt: skip
 
 
@@ -50,8 +53,16 @@ def main() -> None:
     stop_on_sigterm()
     if args.only is not None and args.only not in RUNGS:
         raise SystemExit(f"unknown rung {args.only!r}; rungs: {', '.join(RUNGS)}")
+    skip = list(SKIP)
+    if not any(CHECKPOINTS.glob("checkpoint-*")):
+        print(f"trajectory: no {CHECKPOINTS}/checkpoint-* on this machine (bench/train_cpu.py --stages sft "
+              "makes them; they are not committed); skipped")
+        skip.append("trajectory")
     for rung in [args.only] if args.only else [*RUNGS, "all"]:
-        run_kate(["diagnose", f"name={rung}", *SETTINGS, f"out_dir={OUT}"], OUT.parent / ".hydra" / "ladder")
+        if rung in skip:
+            continue
+        run_kate(["diagnose", f"name={rung}", *SETTINGS, f"skip=[{','.join(skip)}]", f"out_dir={OUT}"],
+                 OUT.parent / ".hydra" / "ladder")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,65 @@
+"""The long benchmark commands of the diagnostics (bench/diagnose_i.py, bench/diagnose_ii.py): every
+`kate diagnose` call they make composes against the typed schema and passes the checks made before any
+model loads, so an hours-long run cannot fail at its start, or at its tenth rung, on a typo."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+
+from kate.cli import CONF_DIR
+from kate.diagnose_cmd import check_config
+from kate.eval.config import plain
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _bench(name: str):
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        spec = importlib.util.spec_from_file_location(name, ROOT / "bench" / f"{name}.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+    finally:
+        sys.path.remove(str(ROOT / "bench"))
+
+
+def _calls(module, monkeypatch, argv: list[str]) -> list[list[str]]:
+    calls = []
+    monkeypatch.setattr(module, "run_kate", lambda args, hydra_dir: calls.append(list(args)))
+    monkeypatch.setattr(module, "stop_on_sigterm", lambda: None)
+    monkeypatch.setattr(sys, "argv", [module.__name__, *argv])
+    module.main()
+    return calls
+
+
+@pytest.mark.parametrize("script,argv,expected", [
+    ("diagnose_i", [], 2),  # both sets
+    ("diagnose_ii", [], None),  # every rung (the trajectory where checkpoints are on disk), then the report
+])  # fmt: skip
+def test_every_diagnose_call_of_the_bench_commands_composes_and_checks(script, argv, expected, monkeypatch):
+    module = _bench(script)
+    calls = _calls(module, monkeypatch, argv)
+    assert calls and (expected is None or len(calls) == expected)
+    for args in calls:
+        assert args[0] == "diagnose"
+        with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
+            cfg = compose("diagnose", overrides=args[1:])  # a key or value the schema refuses fails here
+        check_config(plain(cfg))
+
+
+def test_diagnose_ii_leaves_the_trajectory_out_where_no_checkpoints_are(monkeypatch, tmp_path):
+    module = _bench("diagnose_ii")
+    monkeypatch.setattr(module, "CHECKPOINTS", tmp_path)
+    calls = _calls(module, monkeypatch, [])
+    names = [next(a for a in args if a.startswith("name=")) for args in calls]
+    assert "name=trajectory" not in names and names[-1] == "name=all"
+    assert all("trajectory" in next(a for a in args if a.startswith("skip=")) for args in calls)
+    (tmp_path / "checkpoint-5").mkdir()
+    calls = _calls(module, monkeypatch, [])
+    assert "name=trajectory" in [next(a for a in args if a.startswith("name=")) for args in calls]
