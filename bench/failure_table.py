@@ -50,7 +50,15 @@ RUNS = ROOT / "bench" / "runs" / "train_folds"
 RESULT = ROOT / "bench" / "results" / "failure_table"
 LLM_OVERRIDES = ["llm.max_parallel=8"]
 TURN_END = ["repeat_policy=answer", "repeat_match=fed", "answer_at_max_steps=true"]
-ARMS = {"direct": ("direct", []), "direct_answer": ("direct", TURN_END), "pattern": ("pattern", [])}
+# pattern_multi: the pattern drawn only from solved requests that made several calls (BFCL's parallel kinds),
+# the question: does any multi-call example make the model write several calls? pattern_multi_list: the same
+# examples as one ```json fence holding a list, the form the model's own several-call reply would take.
+MULTI_SOURCES = "knowledge.single_turn.sources=[parallel,parallel_multiple,live_parallel,live_parallel_multiple]"
+FENCED_LIST = "+knowledge.single_turn.template.call_block=fenced_list"
+ARMS = {"direct": ("direct", []), "direct_answer": ("direct", TURN_END), "pattern": ("pattern", []),
+        "pattern_multi": ("pattern", [MULTI_SOURCES]),
+        "pattern_multi_list": ("pattern", [MULTI_SOURCES, FENCED_LIST]),
+        "pattern_list": ("pattern", [FENCED_LIST])}
 FS_FUNCTIONS = {"cd", "ls", "mv", "cp", "cat", "rm", "rmdir", "mkdir", "touch", "grep", "tail", "wc", "sort", "diff",
                 "du", "find", "echo"}  # fmt: skip
 FIXABLE = {  # kind -> (could an example fix it?, how)

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from kate.knowledge.entries import KnowledgeEntry
 from kate.retrieval import render_knowledge, template_from
 from kate.retrieval.pattern import UNKNOWN, pattern_calls, target_function
@@ -51,3 +53,20 @@ def test_the_guarded_pattern_template_renders_on_the_current_tools():
     assert text.endswith("BMI of two people?") and "ANOTHER user" in text
     plain = render_knowledge([Hit(entry, 0.9)], template, request="BMI of two people?")  # no tools: as stored
     assert "math.hypot" in plain
+
+
+def test_a_fenced_list_shows_the_calls_as_one_reply_with_several_calls():
+    entry = KnowledgeEntry(id="ST:parallel_1#t0", type="ST", text="Hypotenuse of 3, 4 and of 5, 12?",
+                           payload={"question": "Hypotenuse of 3, 4 and of 5, 12?", "calls": EXAMPLE})  # fmt: skip
+    template = template_from({"preset": "guarded_pattern", "call_block": "fenced_list"})
+    text = render_knowledge([Hit(entry, 0.9)], template, request="BMI of two people?", tools=[BMI])
+    start = text.index("```json\n") + len("```json\n")
+    block = text[start:text.index("\n```", start)]
+    calls = json.loads(block)
+    assert [c["name"] for c in calls] == ["calculate_bmi", "calculate_bmi"] and "hypot" not in block
+    shown = render_knowledge([Hit(entry, 0.9)], template_from({"call_format": "json", "call_block": "fenced_list"}))
+    assert '{"name": "math.hypot", "arguments": {"x": 5, "y": 12}}' in shown  # not a pattern: as stored
+    with pytest.raises(ValueError, match="call_block"):
+        template_from({"call_block": "table"})
+    with pytest.raises(ValueError, match="needs call_format=json"):
+        template_from({"call_block": "fenced_list", "call_format": "python"})

@@ -28,11 +28,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from kate.retrieval.pattern import pattern_calls
+from kate.retrieval.pattern import pattern_calls, pattern_objects
 from kate.retrieval.retriever import Hit
 from kate.toolcall import ToolCall, to_json_text, to_python_call
 
 CALL_FORMATS = ("python", "json")
+CALL_BLOCKS = ("inline", "fenced_list")
 
 GUARDED_ITEMS = {
     "ST": "Past example {n} (another user, another task):\n  That user asked: {question}\n  Correct calls then: {calls}",
@@ -67,11 +68,18 @@ class Template:
     show_values: bool = True  # False: argument values become <argument> placeholders (nothing to copy)
     no_calls: str = "no function call (the correct reply made none)"
     call_pattern: bool = False  # example calls rewritten onto the current tools (kate/retrieval/pattern.py)
+    # how a json example's calls are laid out: inline (as call_format writes them) | fenced_list (a ```json
+    # fence holding a JSON list, one call per element: the form a reply with several calls takes)
+    call_block: str = "inline"
     max_chars: int | None = 4000  # the whole injection is cut to this, at an item boundary
 
     def __post_init__(self) -> None:
         if self.call_format not in CALL_FORMATS:
             raise ValueError(f"call_format must be one of {CALL_FORMATS}, got {self.call_format!r}")
+        if self.call_block not in CALL_BLOCKS:
+            raise ValueError(f"call_block must be one of {CALL_BLOCKS}, got {self.call_block!r}")
+        if self.call_block == "fenced_list" and self.call_format != "json":
+            raise ValueError("call_block=fenced_list writes JSON: it needs call_format=json")
         object.__setattr__(self, "items", dict(self.items))
 
     def to_dict(self) -> dict[str, Any]:
@@ -103,10 +111,20 @@ GUARDED_ANSWERED = Template(footer=RESTATED_FOOTER, items={**GUARDED_ITEMS, "ST"
     "  Result: {results}\n  Reply to that user: {answer}")})
 
 
+def _fenced_list(calls: Sequence[Mapping[str, Any]]) -> str:
+    body = ",\n".join("  " + json.dumps(c, ensure_ascii=False) for c in calls)
+    return f"```json\n[\n{body}\n]\n```"
+
+
 def _calls_text(calls: Sequence[Mapping[str, Any]], template: Template,
                 tools: Sequence[Mapping[str, Any]] | None = None) -> str:  # fmt: skip
     if not calls:
         return template.no_calls
+    if template.call_block == "fenced_list":
+        shown = pattern_objects(calls, tools) if template.call_pattern and tools else [
+            {"name": c["name"], "arguments": dict(c.get("arguments") or {}) if template.show_values else
+             {k: f"<{k}>" for k in c.get("arguments") or {}}} for c in calls]  # fmt: skip
+        return _fenced_list(shown)
     if template.call_pattern and tools:
         return pattern_calls(calls, tools)
     if not template.show_values:

@@ -57,14 +57,19 @@ def target_function(call: Mapping[str, Any], functions: Mapping[str, Mapping[str
     return best
 
 
-def pattern_calls(calls: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]]) -> str:
-    """The example's calls on the current tools, one JSON object per line (see the module docstring)."""
+def pattern_objects(calls: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The example's calls on the current tools, as call objects (see the module docstring)."""
     functions = _functions(tools)
     seen: Counter[str] = Counter()
-    lines = []
+    out = []
     for call in calls:
         name = target_function(call, functions)
         seen[name] += 1
         params = _parameters(functions[name]) if name in functions else list(call.get("arguments") or {})
-        lines.append(json.dumps({"name": name, "arguments": {p: f"<{p} {seen[name]}>" for p in params}}))
-    return "\n".join(lines)
+        out.append({"name": name, "arguments": {p: f"<{p} {seen[name]}>" for p in params}})
+    return out
+
+
+def pattern_calls(calls: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]]) -> str:
+    """The example's calls on the current tools, one JSON object per line (see the module docstring)."""
+    return "\n".join(json.dumps(c) for c in pattern_objects(calls, tools))
