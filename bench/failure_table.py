@@ -55,10 +55,15 @@ TURN_END = ["repeat_policy=answer", "repeat_match=fed", "answer_at_max_steps=tru
 # examples as one ```json fence holding a list, the form the model's own several-call reply would take.
 MULTI_SOURCES = "knowledge.single_turn.sources=[parallel,parallel_multiple,live_parallel,live_parallel_multiple]"
 FENCED_LIST = "+knowledge.single_turn.template.call_block=fenced_list"
+PATTERN_LIST = "knowledge.single_turn.template.preset=guarded_pattern_list"
 ARMS = {"direct": ("direct", []), "direct_answer": ("direct", TURN_END), "pattern": ("pattern", []),
         "pattern_multi": ("pattern", [MULTI_SOURCES]),
         "pattern_multi_list": ("pattern", [MULTI_SOURCES, FENCED_LIST]),
-        "pattern_list": ("pattern", [FENCED_LIST])}
+        "pattern_list": ("pattern", [FENCED_LIST]),
+        # the list form with numeric placeholders unquoted and unmappable examples left out (guarded_pattern_list),
+        # then the same only where the call-count predictor says several calls are due (kate/retrieval/call_count.py)
+        "pattern_list_typed": ("pattern", [PATTERN_LIST]),
+        "pattern_gated": ("pattern", [PATTERN_LIST, "+knowledge.single_turn.only_multi_call=true"])}
 FS_FUNCTIONS = {"cd", "ls", "mv", "cp", "cat", "rm", "rmdir", "mkdir", "touch", "grep", "tail", "wc", "sort", "diff",
                 "du", "find", "echo"}  # fmt: skip
 FIXABLE = {  # kind -> (could an example fix it?, how)

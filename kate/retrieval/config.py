@@ -29,6 +29,9 @@ class RetrievalConfig:
     include_no_call: bool = True  # entries whose correct behaviour was no call
     min_task_tools: int = 0  # retrieve only when the task offers at least this many tools (a choice to make)
     sources: Sequence[str] = ()  # only entries from these sources (e.g. BFCL categories); empty: all
+    # retrieve only for a request the base's call-count predictor says needs several calls, and only examples
+    # that made several (kate/retrieval/call_count.py); other requests get no knowledge
+    only_multi_call: bool = False
     dedupe: bool = True  # one hit per (question, calls)
     intent: Mapping[str, Any] = field(default_factory=dict)  # IntentConfig fields; enabled: false -> off
     template: Mapping[str, Any] = field(default_factory=dict)  # Template fields (kate.retrieval.inject)

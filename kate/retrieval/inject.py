@@ -18,6 +18,9 @@ a footer. Item fields: ``{n}`` (1-based), ``{question}``, ``{calls}``, ``{summar
 * ``GUARDED_PATTERN``: ST examples as a pattern on the current tools (``kate/retrieval/pattern.py``:
   the number of calls and the request's own functions and parameters, values as placeholders), so
   the form of a reply with several calls transfers and no foreign name or value can be copied.
+* ``GUARDED_PATTERN_LIST``: ``GUARDED_PATTERN`` with the calls as one ```json fence holding a list
+  (the model's own form of a reply with several calls: shown so, the 0.5B model writes several; shown
+  one per line, never), numeric placeholders unquoted, and examples no offered function fits left out.
 * ``KATE``: the authors' wording (review the related experiences; you need not follow them).
 """
 
@@ -28,7 +31,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from kate.retrieval.pattern import pattern_calls, pattern_objects
+from kate.retrieval.pattern import pattern_calls, pattern_objects, typed_pattern_text, unmapped
 from kate.retrieval.retriever import Hit
 from kate.toolcall import ToolCall, to_json_text, to_python_call
 
@@ -71,6 +74,8 @@ class Template:
     # how a json example's calls are laid out: inline (as call_format writes them) | fenced_list (a ```json
     # fence holding a JSON list, one call per element: the form a reply with several calls takes)
     call_block: str = "inline"
+    typed_placeholders: bool = False  # pattern placeholders of numeric / boolean parameters unquoted (fenced_list)
+    drop_unmapped: bool = False  # a pattern example with a call no offered function stands for is not shown
     max_chars: int | None = 4000  # the whole injection is cut to this, at an item boundary
 
     def __post_init__(self) -> None:
@@ -106,13 +111,15 @@ GUARDED_PATTERN = Template(
     footer=("[Now answer the request above: one call per thing it asks for, every value taken from it:]\n{request}"),
     call_format="json", call_pattern=True,
 )
+GUARDED_PATTERN_LIST = Template(**{**GUARDED_PATTERN.to_dict(), "call_block": "fenced_list",
+                                     "typed_placeholders": True, "drop_unmapped": True})
 GUARDED_ANSWERED = Template(footer=RESTATED_FOOTER, items={**GUARDED_ITEMS, "ST": (
     "Past example {n} (another user, another task):\n  That user asked: {question}\n  Correct calls then: {calls}\n"
     "  Result: {results}\n  Reply to that user: {answer}")})
 
 
-def _fenced_list(calls: Sequence[Mapping[str, Any]]) -> str:
-    body = ",\n".join("  " + json.dumps(c, ensure_ascii=False) for c in calls)
+def _fenced_list(texts: Sequence[str]) -> str:
+    body = ",\n".join("  " + text for text in texts)
     return f"```json\n[\n{body}\n]\n```"
 
 
@@ -121,10 +128,13 @@ def _calls_text(calls: Sequence[Mapping[str, Any]], template: Template,
     if not calls:
         return template.no_calls
     if template.call_block == "fenced_list":
-        shown = pattern_objects(calls, tools) if template.call_pattern and tools else [
-            {"name": c["name"], "arguments": dict(c.get("arguments") or {}) if template.show_values else
-             {k: f"<{k}>" for k in c.get("arguments") or {}}} for c in calls]  # fmt: skip
-        return _fenced_list(shown)
+        if template.call_pattern and tools:
+            texts = typed_pattern_text(calls, tools) if template.typed_placeholders else [
+                json.dumps(c, ensure_ascii=False) for c in pattern_objects(calls, tools)]  # fmt: skip
+            return _fenced_list(texts)
+        shown = [{"name": c["name"], "arguments": dict(c.get("arguments") or {}) if template.show_values else
+                  {k: f"<{k}>" for k in c.get("arguments") or {}}} for c in calls]  # fmt: skip
+        return _fenced_list([json.dumps(c, ensure_ascii=False) for c in shown])
     if template.call_pattern and tools:
         return pattern_calls(calls, tools)
     if not template.show_values:
@@ -182,6 +192,10 @@ def render_knowledge(hits: Sequence[Hit], template: Template = GUARDED, request:
     so that the last request the model reads is the user's own)."""
     if not hits:
         return None
+    if template.call_pattern and template.drop_unmapped and tools:
+        hits = [h for h in hits if not unmapped(h.entry.payload.get("calls") or [], tools)]
+        if not hits:
+            return None
     header, footer = template.header.replace("{request}", request), template.footer.replace("{request}", request)
     items, used = [], len(header) + len(footer)
     for n, hit in enumerate(hits, start=1):
@@ -200,7 +214,8 @@ def template_from(values: Mapping[str, Any] | Template | None) -> Template:
         return values
     values = dict(values or {})
     presets = {"kate": KATE, "guarded": GUARDED, "guarded_restated": GUARDED_RESTATED,
-               "guarded_answered": GUARDED_ANSWERED, "guarded_pattern": GUARDED_PATTERN}
+               "guarded_answered": GUARDED_ANSWERED, "guarded_pattern": GUARDED_PATTERN,
+               "guarded_pattern_list": GUARDED_PATTERN_LIST}
     base = presets[values.pop("preset", "guarded")]
     if "items" in values:
         values["items"] = {**base.items, **dict(values["items"])}

@@ -73,3 +73,29 @@ def pattern_objects(calls: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[
 def pattern_calls(calls: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]]) -> str:
     """The example's calls on the current tools, one JSON object per line (see the module docstring)."""
     return "\n".join(json.dumps(c) for c in pattern_objects(calls, tools))
+
+
+def unmapped(calls: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether some call of the example stands for no offered function (its pattern would show ``<function>``)."""
+    functions = _functions(tools)
+    return any(target_function(call, functions) == UNKNOWN for call in calls)
+
+
+TYPED = ("integer", "number", "float", "boolean")  # JSON writes these without quotes
+
+
+def typed_pattern_text(calls: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]]) -> list[str]:
+    """``pattern_objects`` as JSON texts, one per call, whose placeholders for numeric and boolean
+    parameters stand unquoted (``{"height": <height 1>}``: not JSON, a form to fill), so that the value
+    written in their place keeps the declared type (quoted placeholders were copied as strings, "36"
+    for 36, which BFCL's checker rejects)."""
+    functions = _functions(tools)
+    out = []
+    for obj in pattern_objects(calls, tools):
+        props = (functions.get(obj["name"], {}).get("parameters") or {}).get("properties") or {}
+        text = json.dumps(obj, ensure_ascii=False)
+        for param, placeholder in obj["arguments"].items():
+            if str((props.get(param) or {}).get("type", "")).lower() in TYPED:
+                text = text.replace(json.dumps(placeholder), placeholder)
+        out.append(text)
+    return out

@@ -15,6 +15,8 @@ Filters (each a config value, see ``RetrievalConfig``):
   measured on the training folds, examples only broke single-tool requests for a small model.
 * ``exclude_ids``: entry ids or source ids (a dialogue id drops everything built from that
   dialogue; ``dialogue#t<turn>`` drops that turn's entries): the self hit when building training data.
+* ``only_multi_call``: a request gets knowledge only when the base's call-count predictor says it
+  needs several calls (``kate/retrieval/call_count.py``), and then only examples that made several.
 
 The search is exact or approximate (whatever the base's index is); it fetches more candidates
 when filters reject some, and stops as soon as the next candidate is below the threshold.
@@ -38,6 +40,7 @@ from kate.knowledge.embedder import Embedder
 from kate.knowledge.entries import KnowledgeEntry, check_types
 from kate.knowledge.index import IndexSpec, search
 from kate.knowledge.store import MANIFEST, KnowledgeBase, check_embedding
+from kate.retrieval.call_count import CallCountModel
 from kate.retrieval.config import RetrievalConfig
 from kate.toolcall.expressible import calls_expressible, schemas_by_name
 
@@ -55,6 +58,7 @@ class Retriever:
     def __init__(self, kb: KnowledgeBase, embedder: Embedder, config: RetrievalConfig | None = None) -> None:
         check_embedding(kb.manifest, embedder.identity(), (kb.path / MANIFEST) if kb.path else "knowledge base")
         self.kb, self.embedder, self.config = kb, embedder, config or RetrievalConfig()
+        self._call_count: CallCountModel | None = None
 
     @classmethod
     def from_config(cls, config: RetrievalConfig, embedder: Embedder | None = None) -> "Retriever":
@@ -69,6 +73,12 @@ class Retriever:
         return cls(kb, embedder, config)
 
     # --------------------------------------------------------------------------- filters
+    def call_count_model(self) -> CallCountModel:
+        """The base's call-count predictor, fitted on first use (``only_multi_call``)."""
+        if self._call_count is None:
+            self._call_count = CallCountModel.from_entries(self.kb.view()[0])
+        return self._call_count
+
     def _keep(self, entry: KnowledgeEntry, types: Sequence[str], api_classes: tuple[str, ...] | None,
               tools: Mapping[str, Mapping[str, Any] | None] | None, exclude: frozenset[str],
               sources: frozenset[str]) -> bool:  # fmt: skip
@@ -81,6 +91,8 @@ class Retriever:
             return False
         no_call = entry.type in ("ST", "ES") and not entry.payload.get("calls") and "code" not in entry.payload
         if no_call and not c.include_no_call:
+            return False
+        if c.only_multi_call and len(entry.payload.get("calls") or []) < 2:
             return False
         if c.filter_api_classes and api_classes is not None:
             mine, task = set(entry.api_classes), set(api_classes)
@@ -105,6 +117,8 @@ class Retriever:
 
         ``api_classes``: the task's API classes (None: no class filter). ``tools``: the current
         tools, as names or schemas (None: no tool filter)."""
+        if self.config.only_multi_call and not self.call_count_model().several(query):
+            return []
         vector = self.embedder.embed_query(query)
         return self.search_vector(vector, api_classes=api_classes, tools=tools, exclude_ids=exclude_ids,
                                   types=types, top_k=top_k, threshold=threshold)

@@ -1,0 +1,83 @@
+"""Knowledge for requests that need several calls: the call-count predictor learned from the base
+(kate/retrieval/call_count.py), retrieval gated by it (``only_multi_call``), and the list form of the
+pattern with typed placeholders and unmappable examples left out (the guarded_pattern_list preset)."""
+
+from __future__ import annotations
+
+import pytest
+
+from kate.knowledge.entries import KnowledgeEntry
+from kate.knowledge.store import KnowledgeBase
+from kate.retrieval import render_knowledge, template_from
+from kate.retrieval.call_count import CallCountModel, request_features, training_rows
+from kate.retrieval.config import RetrievalConfig
+from kate.retrieval.retriever import Hit, Retriever
+from tests.test_knowledge_fixtures import embedder
+
+CITIES = ["Paris", "Rome", "Oslo", "Lima", "Cairo", "Tokyo", "Delhi", "Quito", "Accra", "Hanoi", "Seoul", "Dakar",
+          "Bern", "Riga", "Sofia", "Kyiv", "Minsk", "Baku", "Doha", "Muscat", "Amman", "Tunis", "Rabat", "Lusaka"]
+
+
+def _single(i: int) -> KnowledgeEntry:
+    q = f"What is the weather in {CITIES[i]} today?"
+    return KnowledgeEntry(id=f"ST:one_{i}", type="ST", text=q, source="simple",
+                          payload={"question": q, "calls": [{"name": "weather", "arguments": {"city": CITIES[i]}}]})
+
+
+def _several(i: int) -> KnowledgeEntry:
+    a, b, c = CITIES[i], CITIES[(i + 1) % len(CITIES)], CITIES[(i + 2) % len(CITIES)]
+    q = f"What is the weather in {a}, {b} and {c} for the next {i + 2} days each?"
+    calls = [{"name": "weather", "arguments": {"city": x, "days": i + 2}} for x in (a, b, c)]
+    return KnowledgeEntry(id=f"ST:many_{i}", type="ST", text=q, source="parallel", payload={"question": q, "calls": calls})
+
+
+ENTRIES = [*(_single(i) for i in range(24)), *(_several(i) for i in range(24))]
+
+
+def test_the_features_count_what_the_number_of_calls_follows():
+    assert request_features("BMI of 80 kg and 1.8 m, and of 60 kg, respectively") == [3.0, 2.0, 2.0, 1.0, 0.6]
+    assert request_features("Hello") == [0.0, 0.0, 0.0, 0.0, 0.05]
+
+
+def test_the_predictor_learns_one_call_from_several_from_the_bases_own_entries():
+    questions, several = training_rows(ENTRIES + [KnowledgeEntry(id="ST:x", type="ST", text="no call", payload={})])
+    assert len(questions) == 48 and sum(several) == 24  # entries without a call are not rows
+    model = CallCountModel.from_entries(ENTRIES)
+    assert model.several("What is the weather in Bern, Riga and Sofia for the next 3 days each?")
+    assert not model.several("What is the weather in Bern today?")
+    again = CallCountModel.from_entries(ENTRIES)
+    assert again.coef.tolist() == model.coef.tolist()  # deterministic
+    with pytest.raises(ValueError, match="20 single-turn examples of each kind"):
+        CallCountModel.from_entries(ENTRIES[:30])
+
+
+def test_only_multi_call_retrieves_several_call_examples_for_several_call_requests_only():
+    kb = KnowledgeBase.create(ENTRIES, embedder().embed([e.text for e in ENTRIES]), embedding=embedder().identity())
+    r = Retriever(kb, embedder(), RetrievalConfig(top_k=3, threshold=0.0, only_multi_call=True))
+    hits = r.retrieve("Weather in Doha, Amman and Tunis for 4 days each?", api_classes=())
+    assert hits and all(len(h.entry.payload["calls"]) > 1 for h in hits)
+    assert r.retrieve("Weather in Doha today?", api_classes=()) == []
+    plain = Retriever(kb, embedder(), RetrievalConfig(top_k=3, threshold=0.0))
+    assert any(len(h.entry.payload["calls"]) == 1 for h in plain.retrieve("Weather in Doha today?", api_classes=()))
+
+
+def _tool(name: str, **types: str) -> dict:
+    return {"type": "function", "function": {"name": name, "parameters": {
+        "type": "object", "properties": {k: {"type": t} for k, t in types.items()}, "required": list(types)}}}  # fmt: skip
+
+
+def test_the_list_preset_unquotes_numeric_placeholders_and_leaves_out_unmappable_examples():
+    bmi = _tool("calculate_bmi", height="number", weight="integer", unit="string")
+    example = KnowledgeEntry(id="ST:p", type="ST", text="BMI of two?", payload={"question": "BMI of two?", "calls": [
+        {"name": "calculate_bmi", "arguments": {"height": 1.8, "weight": 80, "unit": "metric"}},
+        {"name": "calculate_bmi", "arguments": {"height": 1.6, "weight": 60, "unit": "metric"}}]})  # fmt: skip
+    template = template_from({"preset": "guarded_pattern_list"})
+    text = render_knowledge([Hit(example, 0.9)], template, request="BMI of Ann and Bo?", tools=[bmi])
+    assert '{"name": "calculate_bmi", "arguments": {"height": <height 1>, "weight": <weight 1>, "unit": "<unit 1>"}}' in text
+    assert "```json\n[\n" in text and "80" not in text
+    foreign = KnowledgeEntry(id="ST:f", type="ST", text="Tax?", payload={"question": "Tax?", "calls": [
+        {"name": "sales_tax", "arguments": {"amount": 3}}]})  # fmt: skip
+    two = [bmi, _tool("other", x="string")]  # several offered functions, none fits the example's call
+    assert render_knowledge([Hit(foreign, 0.9)], template, request="?", tools=two) is None
+    kept = render_knowledge([Hit(foreign, 0.9)], template_from({"preset": "guarded_pattern"}), request="?", tools=two)
+    assert "<function>" in kept  # the older preset shows it
