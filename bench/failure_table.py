@@ -63,7 +63,12 @@ ARMS = {"direct": ("direct", []), "direct_answer": ("direct", TURN_END), "patter
         # the list form with numeric placeholders unquoted and unmappable examples left out (guarded_pattern_list),
         # then the same only where the call-count predictor says several calls are due (kate/retrieval/call_count.py)
         "pattern_list_typed": ("pattern", [PATTERN_LIST]),
-        "pattern_gated": ("pattern", [PATTERN_LIST, "+knowledge.single_turn.only_multi_call=true"])}
+        "pattern_gated": ("pattern", [PATTERN_LIST, "+knowledge.single_turn.only_multi_call=true"]),
+        # (pattern_gated ran with typed placeholders, the preset's first form.) Then: the same gate, examples
+        # shaped like the request (as many distinct functions as it offers), at any similarity, functions placed
+        # on the unused offered ones (the preset's current form)
+        "multi_call": ("pattern", [PATTERN_LIST, "+knowledge.single_turn.only_multi_call=true",
+                                   "+knowledge.single_turn.match_function_count=true", "knowledge.single_turn.threshold=0.0"])}
 FS_FUNCTIONS = {"cd", "ls", "mv", "cp", "cat", "rm", "rmdir", "mkdir", "touch", "grep", "tail", "wc", "sort", "diff",
                 "du", "find", "echo"}  # fmt: skip
 FIXABLE = {  # kind -> (could an example fix it?, how)

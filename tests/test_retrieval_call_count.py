@@ -66,18 +66,31 @@ def _tool(name: str, **types: str) -> dict:
         "type": "object", "properties": {k: {"type": t} for k, t in types.items()}, "required": list(types)}}}  # fmt: skip
 
 
-def test_the_list_preset_unquotes_numeric_placeholders_and_leaves_out_unmappable_examples():
+def test_the_list_preset_places_example_functions_on_the_offered_ones_and_leaves_out_what_does_not_fit():
     bmi = _tool("calculate_bmi", height="number", weight="integer", unit="string")
-    example = KnowledgeEntry(id="ST:p", type="ST", text="BMI of two?", payload={"question": "BMI of two?", "calls": [
-        {"name": "calculate_bmi", "arguments": {"height": 1.8, "weight": 80, "unit": "metric"}},
-        {"name": "calculate_bmi", "arguments": {"height": 1.6, "weight": 60, "unit": "metric"}}]})  # fmt: skip
+    tax = _tool("sales_tax", amount="number", city="string")
+    example = KnowledgeEntry(id="ST:p", type="ST", text="Two things?", payload={"question": "Two things?", "calls": [
+        {"name": "hypot", "arguments": {"x": 3}}, {"name": "area", "arguments": {"r": 1}},
+        {"name": "hypot", "arguments": {"x": 5}}]})  # fmt: skip
     template = template_from({"preset": "guarded_pattern_list"})
-    text = render_knowledge([Hit(example, 0.9)], template, request="BMI of Ann and Bo?", tools=[bmi])
-    assert '{"name": "calculate_bmi", "arguments": {"height": <height 1>, "weight": <weight 1>, "unit": "<unit 1>"}}' in text
-    assert "```json\n[\n" in text and "80" not in text
-    foreign = KnowledgeEntry(id="ST:f", type="ST", text="Tax?", payload={"question": "Tax?", "calls": [
-        {"name": "sales_tax", "arguments": {"amount": 3}}]})  # fmt: skip
-    two = [bmi, _tool("other", x="string")]  # several offered functions, none fits the example's call
-    assert render_knowledge([Hit(foreign, 0.9)], template, request="?", tools=two) is None
-    kept = render_knowledge([Hit(foreign, 0.9)], template_from({"preset": "guarded_pattern"}), request="?", tools=two)
-    assert "<function>" in kept  # the older preset shows it
+    text = render_knowledge([Hit(example, 0.9)], template, request="BMI and tax?", tools=[bmi, tax])
+    assert "```json\n[\n" in text and "hypot" not in text and "area" not in text
+    assert text.count('"name": "calculate_bmi"') == 2 and text.count('"name": "sales_tax"') == 1  # one to one, in order
+    assert '"height": "<height 1>"' in text and '"height": "<height 2>"' in text
+    assert render_knowledge([Hit(example, 0.9)], template, request="?", tools=[bmi]) is not None  # the only function
+    three = KnowledgeEntry(id="ST:3", type="ST", text="Three?", payload={"question": "Three?", "calls": [
+        {"name": "a", "arguments": {}}, {"name": "b", "arguments": {}}, {"name": "c", "arguments": {}}]})  # fmt: skip
+    assert render_knowledge([Hit(three, 0.9)], template, request="?", tools=[bmi, tax]) is None  # more than offered
+    old = render_knowledge([Hit(three, 0.9)], template_from({"preset": "guarded_pattern"}), request="?", tools=[bmi, tax])
+    assert "<function>" in old  # the older preset shows it
+    typed = template_from({"preset": "guarded_pattern_list", "typed_placeholders": True})
+    shown = render_knowledge([Hit(example, 0.9)], typed, request="?", tools=[bmi, tax])
+    assert '"height": <height 1>, "weight": <weight 1>, "unit": "<unit 1>"' in shown
+
+
+def test_function_count_matching_keeps_examples_shaped_like_the_request():
+    kb = KnowledgeBase.create(ENTRIES, embedder().embed([e.text for e in ENTRIES]), embedding=embedder().identity())
+    two = [_tool("weather", city="string"), _tool("news", city="string")]
+    r = Retriever(kb, embedder(), RetrievalConfig(top_k=3, threshold=0.0, match_function_count=True))
+    assert r.retrieve("Weather in Doha?", api_classes=(), tools=two) == []  # every entry calls one function
+    assert r.retrieve("Weather in Doha?", api_classes=(), tools=two[:1])

@@ -32,6 +32,9 @@ class RetrievalConfig:
     # retrieve only for a request the base's call-count predictor says needs several calls, and only examples
     # that made several (kate/retrieval/call_count.py); other requests get no knowledge
     only_multi_call: bool = False
+    # only entries with as many distinct functions as the current request offers (tools given): the structure
+    # of a reply that uses each offered function (BFCL parallel: one function; parallel_multiple: all of them)
+    match_function_count: bool = False
     dedupe: bool = True  # one hit per (question, calls)
     intent: Mapping[str, Any] = field(default_factory=dict)  # IntentConfig fields; enabled: false -> off
     template: Mapping[str, Any] = field(default_factory=dict)  # Template fields (kate.retrieval.inject)

@@ -20,7 +20,9 @@ a footer. Item fields: ``{n}`` (1-based), ``{question}``, ``{calls}``, ``{summar
   the form of a reply with several calls transfers and no foreign name or value can be copied.
 * ``GUARDED_PATTERN_LIST``: ``GUARDED_PATTERN`` with the calls as one ```json fence holding a list
   (the model's own form of a reply with several calls: shown so, the 0.5B model writes several; shown
-  one per line, never), numeric placeholders unquoted, and examples no offered function fits left out.
+  one per line, never), example functions placed on the unused offered ones, and examples that still
+  do not fit left out. (Unquoted numeric placeholders, ``typed_placeholders``, were tried on the
+  training halves and copied verbatim: 4 of 12 simple_python answers broke; not in the preset.)
 * ``KATE``: the authors' wording (review the related experiences; you need not follow them).
 """
 
@@ -76,6 +78,7 @@ class Template:
     call_block: str = "inline"
     typed_placeholders: bool = False  # pattern placeholders of numeric / boolean parameters unquoted (fenced_list)
     drop_unmapped: bool = False  # a pattern example with a call no offered function stands for is not shown
+    fill_functions: bool = False  # pattern: unplaced example functions take the unused offered ones (pattern.py)
     max_chars: int | None = 4000  # the whole injection is cut to this, at an item boundary
 
     def __post_init__(self) -> None:
@@ -111,8 +114,8 @@ GUARDED_PATTERN = Template(
     footer=("[Now answer the request above: one call per thing it asks for, every value taken from it:]\n{request}"),
     call_format="json", call_pattern=True,
 )
-GUARDED_PATTERN_LIST = Template(**{**GUARDED_PATTERN.to_dict(), "call_block": "fenced_list",
-                                     "typed_placeholders": True, "drop_unmapped": True})
+GUARDED_PATTERN_LIST = Template(**{**GUARDED_PATTERN.to_dict(), "call_block": "fenced_list", "drop_unmapped": True,
+                                     "fill_functions": True})
 GUARDED_ANSWERED = Template(footer=RESTATED_FOOTER, items={**GUARDED_ITEMS, "ST": (
     "Past example {n} (another user, another task):\n  That user asked: {question}\n  Correct calls then: {calls}\n"
     "  Result: {results}\n  Reply to that user: {answer}")})
@@ -129,8 +132,9 @@ def _calls_text(calls: Sequence[Mapping[str, Any]], template: Template,
         return template.no_calls
     if template.call_block == "fenced_list":
         if template.call_pattern and tools:
-            texts = typed_pattern_text(calls, tools) if template.typed_placeholders else [
-                json.dumps(c, ensure_ascii=False) for c in pattern_objects(calls, tools)]  # fmt: skip
+            fill = template.fill_functions
+            texts = typed_pattern_text(calls, tools, fill) if template.typed_placeholders else [
+                json.dumps(c, ensure_ascii=False) for c in pattern_objects(calls, tools, fill)]  # fmt: skip
             return _fenced_list(texts)
         shown = [{"name": c["name"], "arguments": dict(c.get("arguments") or {}) if template.show_values else
                   {k: f"<{k}>" for k in c.get("arguments") or {}}} for c in calls]  # fmt: skip
@@ -193,7 +197,7 @@ def render_knowledge(hits: Sequence[Hit], template: Template = GUARDED, request:
     if not hits:
         return None
     if template.call_pattern and template.drop_unmapped and tools:
-        hits = [h for h in hits if not unmapped(h.entry.payload.get("calls") or [], tools)]
+        hits = [h for h in hits if not unmapped(h.entry.payload.get("calls") or [], tools, template.fill_functions)]
         if not hits:
             return None
     header, footer = template.header.replace("{request}", request), template.footer.replace("{request}", request)

@@ -17,6 +17,7 @@ Filters (each a config value, see ``RetrievalConfig``):
   dialogue; ``dialogue#t<turn>`` drops that turn's entries): the self hit when building training data.
 * ``only_multi_call``: a request gets knowledge only when the base's call-count predictor says it
   needs several calls (``kate/retrieval/call_count.py``), and then only examples that made several.
+* ``match_function_count``: only entries calling as many distinct functions as the request offers.
 
 The search is exact or approximate (whatever the base's index is); it fetches more candidates
 when filters reject some, and stops as soon as the next candidate is below the threshold.
@@ -94,6 +95,9 @@ class Retriever:
             return False
         if c.only_multi_call and len(entry.payload.get("calls") or []) < 2:
             return False
+        if c.match_function_count and tools is not None:
+            if len({str(call.get("name")) for call in entry.payload.get("calls") or []}) != len(tools):
+                return False
         if c.filter_api_classes and api_classes is not None:
             mine, task = set(entry.api_classes), set(api_classes)
             if not task:
