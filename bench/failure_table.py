@@ -9,10 +9,23 @@
 * ``pattern``: single-turn knowledge as a call pattern on the request's own tools
   (conf/arm/pattern.yaml, ``kate/retrieval/pattern.py``), on the same single-turn entries as
   ``direct``: fixed / broken against it per category.
+* the several-call experiments (issue 15, in this order, each on the same entries; ``ARMS`` says what
+  each adds): ``pattern_multi`` (only several-call examples, one call per line: no output with several
+  calls), ``pattern_multi_list`` (the same as a ```json list: several calls in every output that got
+  one), ``pattern_list`` (the list form, any example: parallel and parallel_multiple 0 -> 4 of 12
+  each, 6 of 12 ``multiple`` broken by the example's call count), ``pattern_list_typed`` (unquoted
+  numeric placeholders: copied verbatim), ``pattern_gated`` (the call-count predictor's gate: reach
+  fell to 4 of 12), ``multi_call`` (the gate, examples with as many functions as offered, at any
+  similarity: the chosen preset, conf/retrieval/single_turn_multi_call.yaml) and ``multi_call_loose``
+  (without the function-count match: worse on parallel_multiple).
 
     .venv/bin/python bench/failure_table.py --single 20 --multi 10        # run direct (then report)
     .venv/bin/python bench/failure_table.py --arms direct_answer --single 0 --multi 10
     .venv/bin/python bench/failure_table.py --arms pattern --single 12 --multi 0 --categories simple_python,multiple,parallel,parallel_multiple
+    .venv/bin/python bench/failure_table.py --arms pattern_multi,pattern_multi_list --single 12 --multi 0 --categories parallel,parallel_multiple
+    .venv/bin/python bench/failure_table.py --arms pattern_list,pattern_list_typed,pattern_gated,multi_call --single 12 --multi 0 --categories simple_python,multiple,parallel,parallel_multiple
+    .venv/bin/python bench/failure_table.py --arms multi_call_loose --single 12 --multi 0 --categories multiple,parallel,parallel_multiple
+    .venv/bin/python bench/failure_table.py --arms multi_call --single 12 --multi 0 --categories <all 13 single-turn>
     .venv/bin/python bench/failure_table.py --report-only
 
 Writes ``bench/results/failure_table.{json,md}``: per single-turn category the failures by kind; per
@@ -68,7 +81,10 @@ ARMS = {"direct": ("direct", []), "direct_answer": ("direct", TURN_END), "patter
         # shaped like the request (as many distinct functions as it offers), at any similarity, functions placed
         # on the unused offered ones (the preset's current form)
         "multi_call": ("pattern", [PATTERN_LIST, "+knowledge.single_turn.only_multi_call=true",
-                                   "+knowledge.single_turn.match_function_count=true", "knowledge.single_turn.threshold=0.0"])}
+                                   "+knowledge.single_turn.match_function_count=true", "knowledge.single_turn.threshold=0.0"]),
+        # the same without the function-count match (any several-call example, the nearest first)
+        "multi_call_loose": ("pattern", [PATTERN_LIST, "+knowledge.single_turn.only_multi_call=true",
+                                         "knowledge.single_turn.threshold=0.0"])}
 FS_FUNCTIONS = {"cd", "ls", "mv", "cp", "cat", "rm", "rmdir", "mkdir", "touch", "grep", "tail", "wc", "sort", "diff",
                 "du", "find", "echo"}  # fmt: skip
 FIXABLE = {  # kind -> (could an example fix it?, how)
@@ -180,22 +196,24 @@ def report() -> dict:
                 row["kinds"][single_kind(r, len(truth) if isinstance(truth, list) else 1)] += 1
         valid = {r["id"]: bool(_value(r, "valid")) for r in records}
         out.setdefault("_valid", {})[arm] = valid
+        out.setdefault("_reached", {})[arm] = {r["id"]: bool(r.get("knowledge")) for r in records}
         out["arms"][arm] = {"single_turn": {c: {**v, "kinds": dict(v["kinds"])} for c, v in sorted(single.items())},
                             "multi_turn_base": {k: dict(v) if isinstance(v, Counter) else v for k, v in multi.items()}}
-    out["paired"] = paired(out.pop("_valid", {}))
+    out["paired"] = paired(out.pop("_valid", {}), out.pop("_reached", {}))
     atomic_write_json(RESULT.with_suffix(".json"), out)
     atomic_write_text(RESULT.with_suffix(".md"), markdown(out))
     return out
 
 
-def paired(valid: dict[str, dict[str, bool]]) -> dict:
+def paired(valid: dict[str, dict[str, bool]], reached: dict[str, dict[str, bool]] | None = None) -> dict:
     """Each arm against ``direct`` on the single-turn entries both ran: per category n, direct's and the
-    arm's correct counts, fixed (wrong -> right) and broken (right -> wrong)."""
-    base, out = valid.get("direct", {}), {}
+    arm's correct counts, fixed (wrong -> right) and broken (right -> wrong), and how many entries the
+    arm's knowledge reached."""
+    base, out, reached = valid.get("direct", {}), {}, reached or {}
     for arm, rows in valid.items():
         if arm == "direct":
             continue
-        per: dict = defaultdict(lambda: {"n": 0, "direct": 0, "arm": 0, "fixed": 0, "broken": 0})
+        per: dict = defaultdict(lambda: {"n": 0, "direct": 0, "arm": 0, "fixed": 0, "broken": 0, "reached": 0})
         for item, ok in rows.items():
             if item not in base or item.startswith("multi_turn"):
                 continue
@@ -205,6 +223,7 @@ def paired(valid: dict[str, dict[str, bool]]) -> dict:
             row["arm"] += ok
             row["fixed"] += ok and not base[item]
             row["broken"] += base[item] and not ok
+            row["reached"] += reached.get(arm, {}).get(item, False)
         if per:
             out[arm] = dict(sorted(per.items()))
     return out
@@ -227,8 +246,10 @@ def markdown(out: dict) -> str:
         lines.append("")
     for arm, per in out.get("paired", {}).items():
         lines += [f"## {arm} against direct (the same single-turn entries)", "",
-                  "| category | n | direct | " + arm + " | fixed | broken |", "|---|---:|---:|---:|---:|---:|"]
-        lines += [f"| {c} | {r['n']} | {r['direct']} | {r['arm']} | {r['fixed']} | {r['broken']} |" for c, r in per.items()]
+                  "| category | n | direct | " + arm + " | fixed | broken | knowledge reached |",
+                  "|---|---:|---:|---:|---:|---:|---:|"]  # fmt: skip
+        lines += [f"| {c} | {r['n']} | {r['direct']} | {r['arm']} | {r['fixed']} | {r['broken']} | {r.get('reached', '-')} |"
+                  for c, r in per.items()]  # fmt: skip
         lines.append("")
     lines += ["## Could an example fix it? (a judgement per kind, not a measurement)", "", "| kind | example | how |",
               "|---|---|---|"] + [f"| {k} | {v['example']} | {v['how']} |" for k, v in out["fixable"].items()]  # fmt: skip

@@ -8,7 +8,9 @@ on the training halves (``bench/failure_table.py --arms pattern``, 12 entries pe
 of 12, as without it), 4 of 12 ``simple_python`` and 2 of 12 ``multiple`` answers broken. Read from
 the records: the nearest example is mostly a one-call request (so the pattern shows one call), its
 question still shows its values (copied), and the quoted placeholders (``"<a 1>"``) turn numbers
-into strings (BFCL's type errors). Not a preset any arm uses; kept as the measured starting point.
+into strings (BFCL's type errors). Kept as the measured starting point; what came of it (the list
+form, the call-count gate, ``fill``) is the guarded_pattern_list preset of the ``st_calls`` arms
+(``conf/retrieval/single_turn_multi_call.yaml``; ``bench/failure_table.py`` says each step).
 Rules, per example call: the offered function of the same name; else the only offered
 function; else the offered function sharing most parameter names with the call (the first on a
 tie); else ``<function>``. With ``fill`` (the guarded_pattern_list preset), an example function
