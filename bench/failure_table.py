@@ -200,9 +200,37 @@ def report() -> dict:
         out["arms"][arm] = {"single_turn": {c: {**v, "kinds": dict(v["kinds"])} for c, v in sorted(single.items())},
                             "multi_turn_base": {k: dict(v) if isinstance(v, Counter) else v for k, v in multi.items()}}
     out["paired"] = paired(out.pop("_valid", {}), out.pop("_reached", {}))
+    out["multi_call_p"] = multi_call_p_sweep()
     atomic_write_json(RESULT.with_suffix(".json"), out)
     atomic_write_text(RESULT.with_suffix(".md"), markdown(out))
     return out
+
+
+GATE_ARM = "multi_call"  # its records at multi_call_p = 0.5 give every higher threshold's outcome
+GATE_PS = (0.5, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9)
+
+
+def multi_call_p_sweep() -> list[dict] | None:
+    """The call-count gate's threshold read off ``multi_call``'s records (run at p = 0.5): an entry its
+    knowledge reached is still reached at threshold t when the predictor's p >= t; below it the entry gets
+    no knowledge, i.e. direct's greedy answer. Fixed / broken against direct per threshold."""
+    folder = RUNS / GATE_ARM / "seed_0"
+    if not (folder / "records.jsonl").exists() or not (RUNS / "direct" / "seed_0" / "records.jsonl").exists():
+        return None
+    from kate.retrieval.config import RetrievalConfig  # noqa: PLC0415
+    from kate.retrieval.retriever import Retriever  # noqa: PLC0415
+
+    c = compose_arm(GATE_ARM)["knowledge"]["single_turn"]
+    model = Retriever.from_config(RetrievalConfig(**{k: v for k, v in c.items() if not k.startswith("_")})).call_count_model()
+    direct = {r["id"]: bool(_value(r, "valid")) for r in load_run(RUNS / "direct" / "seed_0")[1]}
+    _, records = load_run(folder)
+    questions = {e.id: " ".join(m["content"] for m in e.turns[0] if m.get("role") == "user")
+                 for cat in {r["category"] for r in records} for e in load_entries(cat, "train")}  # fmt: skip
+    reached = [(float(model.p_several(questions[r["id"]])), bool(_value(r, "valid")), direct[r["id"]])
+               for r in records if r.get("knowledge") and r["id"] in direct]  # fmt: skip
+    return [{"p": t, "reached": int(sum(p >= t for p, _, _ in reached)),
+             "fixed": int(sum(p >= t and ok and not base for p, ok, base in reached)),
+             "broken": int(sum(p >= t and base and not ok for p, ok, base in reached))} for t in GATE_PS]
 
 
 def paired(valid: dict[str, dict[str, bool]], reached: dict[str, dict[str, bool]] | None = None) -> dict:
@@ -250,6 +278,11 @@ def markdown(out: dict) -> str:
                   "|---|---:|---:|---:|---:|---:|---:|"]  # fmt: skip
         lines += [f"| {c} | {r['n']} | {r['direct']} | {r['arm']} | {r['fixed']} | {r['broken']} | {r.get('reached', '-')} |"
                   for c, r in per.items()]  # fmt: skip
+        lines.append("")
+    if out.get("multi_call_p"):
+        lines += [f"## The call-count gate's threshold ({GATE_ARM}'s records, run at 0.5; training halves)", "",
+                  "| multi_call_p | reached | fixed | broken |", "|---:|---:|---:|---:|"]
+        lines += [f"| {r['p']} | {r['reached']} | {r['fixed']} | {r['broken']} |" for r in out["multi_call_p"]]
         lines.append("")
     lines += ["## Could an example fix it? (a judgement per kind, not a measurement)", "", "| kind | example | how |",
               "|---|---|---|"] + [f"| {k} | {v['example']} | {v['how']} |" for k, v in out["fixable"].items()]  # fmt: skip

@@ -57,6 +57,10 @@ def test_only_multi_call_retrieves_several_call_examples_for_several_call_reques
     hits = r.retrieve("Weather in Doha, Amman and Tunis for 4 days each?", api_classes=())
     assert hits and all(len(h.entry.payload["calls"]) > 1 for h in hits)
     assert r.retrieve("Weather in Doha today?", api_classes=()) == []
+    strict = Retriever(kb, embedder(), RetrievalConfig(top_k=3, threshold=0.0, only_multi_call=True, multi_call_p=1.0))
+    assert strict.retrieve("Weather in Doha, Amman and Tunis for 4 days each?", api_classes=()) == []
+    with pytest.raises(ValueError, match="multi_call_p"):
+        RetrievalConfig(multi_call_p=1.5)
     plain = Retriever(kb, embedder(), RetrievalConfig(top_k=3, threshold=0.0))
     assert any(len(h.entry.payload["calls"]) == 1 for h in plain.retrieve("Weather in Doha today?", api_classes=()))
 

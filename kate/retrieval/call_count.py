@@ -77,7 +77,7 @@ class CallCountModel:
 
     def p_several(self, question: str) -> float:
         z = float(np.asarray(request_features(question)) @ self.coef + self.intercept)
-        return 1.0 / (1.0 + np.exp(-z))
+        return float(1.0 / (1.0 + np.exp(-z)))
 
-    def several(self, question: str) -> bool:
-        return self.p_several(question) >= 0.5
+    def several(self, question: str, p: float = 0.5) -> bool:
+        return self.p_several(question) >= p

@@ -32,6 +32,7 @@ class RetrievalConfig:
     # retrieve only for a request the base's call-count predictor says needs several calls, and only examples
     # that made several (kate/retrieval/call_count.py); other requests get no knowledge
     only_multi_call: bool = False
+    multi_call_p: float = 0.5  # the predictor's probability of several calls at which a request counts as needing them
     # only entries with as many distinct functions as the current request offers (tools given): the structure
     # of a reply that uses each offered function (BFCL parallel: one function; parallel_multiple: all of them)
     match_function_count: bool = False
@@ -48,6 +49,8 @@ class RetrievalConfig:
             raise ValueError(f"top_k must be >= 1, got {self.top_k}")
         if not -1.0 <= self.threshold <= 1.0:
             raise ValueError(f"threshold is a cosine in [-1, 1], got {self.threshold}")
+        if not 0.0 <= self.multi_call_p <= 1.0:
+            raise ValueError(f"multi_call_p is a probability in [0, 1], got {self.multi_call_p}")
         if self.api_class_match not in CLASS_MATCHES:
             raise ValueError(f"api_class_match must be one of {CLASS_MATCHES}, got {self.api_class_match!r}")
         self.intent, self.template = dict(self.intent), dict(self.template)

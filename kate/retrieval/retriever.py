@@ -121,7 +121,7 @@ class Retriever:
 
         ``api_classes``: the task's API classes (None: no class filter). ``tools``: the current
         tools, as names or schemas (None: no tool filter)."""
-        if self.config.only_multi_call and not self.call_count_model().several(query):
+        if self.config.only_multi_call and self.call_count_model().p_several(query) < self.config.multi_call_p:
             return []
         vector = self.embedder.embed_query(query)
         return self.search_vector(vector, api_classes=api_classes, tools=tools, exclude_ids=exclude_ids,
