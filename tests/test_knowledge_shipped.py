@@ -78,3 +78,25 @@ def test_intent_retrieval_hand_checked(kb, intent, classes, function):
     entry = kb.entries[kb.row(hit["id"])]
     assert entry.type == "SIC" and set(entry.api_classes) <= set(classes) and function in entry.tool_names
     assert hit["score"] >= 0.5
+
+
+def test_the_several_call_preset_reaches_a_parallel_request_and_not_a_simple_one(kb):
+    """conf/retrieval/single_turn_multi_call.yaml on the shipped base and BFCL's own test-half entries: a
+    parallel request gets a several-call example as a ```json list on its own function; a simple one nothing."""
+    from omegaconf import OmegaConf
+
+    from kate.bfcl.data import load_entries
+    from kate.tasks.bfcl import knowledge_context
+
+    values = OmegaConf.to_container(OmegaConf.load(SHIPPED.parents[1] / "conf/retrieval/single_turn_multi_call.yaml"))
+    config = RetrievalConfig(**{k: v for k, v in values.items() if not k.startswith("_")})
+    knowledge = retrieval_knowledge(Retriever(kb, embedder(), config))
+    parallel = load_entries("parallel", "test", 2)[1]  # parallel_3: protein sequences of three hemoglobins
+    request = " ".join(m["content"] for m in parallel.turns[0] if m["role"] == "user")
+    got = knowledge(request, [], knowledge_context(parallel))
+    assert got is not None and "```json\n[\n" in got.text
+    name = parallel.tools[0]["function"]["name"]
+    assert got.text.count(f'"name": "{name}"') >= 2
+    simple = load_entries("simple_python", "test", 1)[0]
+    request = " ".join(m["content"] for m in simple.turns[0] if m["role"] == "user")
+    assert knowledge(request, [], knowledge_context(simple)) is None
