@@ -121,6 +121,11 @@ GUARDED_ANSWERED = Template(footer=RESTATED_FOOTER, items={**GUARDED_ITEMS, "ST"
     "  Result: {results}\n  Reply to that user: {answer}")})
 
 
+def _masked(calls: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The calls with every argument value replaced by ``<argument>``."""
+    return [{"name": c["name"], "arguments": {k: f"<{k}>" for k in c.get("arguments") or {}}} for c in calls]
+
+
 def _fenced_list(texts: Sequence[str]) -> str:
     body = ",\n".join("  " + text for text in texts)
     return f"```json\n[\n{body}\n]\n```"
@@ -136,14 +141,14 @@ def _calls_text(calls: Sequence[Mapping[str, Any]], template: Template,
             texts = typed_pattern_text(calls, tools, fill) if template.typed_placeholders else [
                 json.dumps(c, ensure_ascii=False) for c in pattern_objects(calls, tools, fill)]  # fmt: skip
             return _fenced_list(texts)
-        shown = [{"name": c["name"], "arguments": dict(c.get("arguments") or {}) if template.show_values else
-                  {k: f"<{k}>" for k in c.get("arguments") or {}}} for c in calls]  # fmt: skip
+        shown = ([{"name": c["name"], "arguments": dict(c.get("arguments") or {})} for c in calls]
+                 if template.show_values else _masked(calls))
         return _fenced_list([json.dumps(c, ensure_ascii=False) for c in shown])
     if template.call_pattern and tools:
         return pattern_calls(calls, tools)
     if not template.show_values:
         if template.call_format == "json":
-            masked = [{"name": c["name"], "arguments": {k: f"<{k}>" for k in c.get("arguments", {})}} for c in calls]
+            masked = _masked(calls)
             return json.dumps(masked[0] if len(masked) == 1 else masked, ensure_ascii=False)
         return "; ".join(f"{c['name']}({', '.join(f'{k}=<{k}>' for k in c.get('arguments', {}))})" for c in calls)
     parsed = [ToolCall.from_dict(c) for c in calls]
