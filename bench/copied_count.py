@@ -1,0 +1,68 @@
+"""Does the model copy the example's number of calls? Read from an arm's stored single-turn records (no model):
+for every entry that received a several-call example (the ```json list of ``Template.call_block=fenced_list``),
+whether the reply made as many calls as the example shows, and whether it was right, per category.
+
+    .venv/bin/python bench/copied_count.py --arm st_calls     # -> bench/results/copied_count_st_calls.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from kate.eval.run_store import load_run  # noqa: E402
+from kate.io import atomic_write_json  # noqa: E402
+
+FENCE = re.compile(r"```json\n(.*?)```", re.S)
+
+
+def example_count(knowledge: str) -> int | None:
+    """Number of calls in the first fenced example list; None when there is none or it does not parse."""
+    match = FENCE.search(knowledge or "")
+    if not match:
+        return None
+    try:
+        calls = json.loads(match.group(1))
+    except json.JSONDecodeError:
+        return None
+    return len(calls) if isinstance(calls, list) else 1
+
+
+def tally(records) -> dict:
+    rows: dict[str, Counter] = {}
+    for r in records:
+        if r.get("category") == "multi_turn_base" or not r.get("knowledge"):
+            continue
+        shown = example_count(r["knowledge"])
+        if shown is None:
+            continue
+        made = len(r.get("calls") or [])
+        key = ("copied" if made == shown else "other") + ("_right" if r.get("valid") else "_wrong")
+        rows.setdefault(r["category"], Counter())[key] += 1
+    total = sum((c for c in rows.values()), Counter())
+    return {"per_category": {k: dict(v) for k, v in sorted(rows.items())}, "total": dict(total),
+            "reached": sum(total.values()), "copied": total["copied_right"] + total["copied_wrong"]}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--arm", default="st_calls")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    folder = ROOT / "bench" / "runs" / args.arm / f"seed_{args.seed}"
+    _, records = load_run(folder)
+    out = {"arm": args.arm, "seed": args.seed, "records": str(folder.relative_to(ROOT)), **tally(records)}
+    path = ROOT / "bench" / "results" / f"copied_count_{args.arm}.json"
+    atomic_write_json(path, out)
+    print(json.dumps({k: out[k] for k in ("reached", "copied", "total")}), "->", path.relative_to(ROOT))
+
+
+if __name__ == "__main__":
+    main()
