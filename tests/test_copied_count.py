@@ -1,0 +1,35 @@
+"""bench/copied_count.py reads the example's call count from the injected knowledge and tallies whether the
+reply copied it (the analysis behind issue 15's next step), on hand-written records."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+spec = importlib.util.spec_from_file_location("copied_count", ROOT / "bench" / "copied_count.py")
+copied_count = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(copied_count)
+
+EXAMPLE = 'Example 1: that user asked: x\n  Correct calls then:\n```json\n[{"name": "f", "arguments": {}}, {"name": "f", "arguments": {}}]\n```\n'
+
+
+def test_example_count_reads_the_fenced_list():
+    assert copied_count.example_count(EXAMPLE) == 2
+    assert copied_count.example_count("no example here") is None
+    assert copied_count.example_count("```json\n[not json\n```") is None
+
+
+def test_tally_counts_copies_per_category_and_skips_unreached():
+    call = {"name": "f", "arguments": {}}
+    records = [
+        {"category": "parallel", "knowledge": EXAMPLE, "calls": [call, call], "valid": True},
+        {"category": "parallel", "knowledge": EXAMPLE, "calls": [call, call, call], "valid": False},
+        {"category": "simple_java", "knowledge": EXAMPLE, "calls": [call, call], "valid": False},
+        {"category": "simple_java", "knowledge": "", "calls": [call], "valid": True},
+        {"category": "multi_turn_base", "knowledge": EXAMPLE, "calls": [], "valid": False},
+    ]
+    out = copied_count.tally(records)
+    assert out["reached"] == 3 and out["copied"] == 2
+    assert out["per_category"]["parallel"] == {"copied_right": 1, "other_wrong": 1}
+    assert out["per_category"]["simple_java"] == {"copied_wrong": 1}
