@@ -1,6 +1,8 @@
 """Does the model copy the example's number of calls? Read from an arm's stored single-turn records (no model):
 for every entry that received a several-call example (the ```json list of ``Template.call_block=fenced_list``),
-whether the reply made as many calls as the example shows, and whether it was right, per category.
+whether the reply made as many calls as the example shows, and whether it was right, per category; and
+whether the example showed as many calls as the entry's ground truth holds (would an example of the right
+count have been there to show).
 
     .venv/bin/python bench/copied_count.py --arm st_calls     # -> bench/results/copied_count_st_calls.json
 """
@@ -17,9 +19,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from kate.bfcl.data import SINGLE_TURN, load_entries  # noqa: E402
 from kate.eval.run_store import load_run  # noqa: E402
 from kate.io import atomic_write_json  # noqa: E402
 
+OUTCOMES = ("copied_right", "copied_wrong", "other_right", "other_wrong")
 FENCE = re.compile(r"```json\n(.*?)```", re.S)
 
 
@@ -35,7 +39,10 @@ def example_count(knowledge: str) -> int | None:
     return len(calls) if isinstance(calls, list) else 1
 
 
-def tally(records) -> dict:
+def tally(records, needed: dict[str, int] | None = None) -> dict:
+    """Per category: copied / other x right / wrong; with ``needed`` (entry id -> ground-truth call count),
+    also how many examples showed the needed count (``shown_needed``) and how many replies made it."""
+    needed = needed or {}
     rows: dict[str, Counter] = {}
     for r in records:
         if r.get("category") == "multi_turn_base" or not r.get("knowledge"):
@@ -45,10 +52,14 @@ def tally(records) -> dict:
             continue
         made = len(r.get("calls") or [])
         key = ("copied" if made == shown else "other") + ("_right" if r.get("valid") else "_wrong")
-        rows.setdefault(r["category"], Counter())[key] += 1
+        row = rows.setdefault(r["category"], Counter())
+        row[key] += 1
+        if r.get("id") in needed:
+            row["shown_needed"] += shown == needed[r["id"]]
+            row["made_needed"] += made == needed[r["id"]]
     total = sum((c for c in rows.values()), Counter())
     return {"per_category": {k: dict(v) for k, v in sorted(rows.items())}, "total": dict(total),
-            "reached": sum(total.values()), "copied": total["copied_right"] + total["copied_wrong"]}
+            "reached": sum(total[k] for k in OUTCOMES), "copied": total["copied_right"] + total["copied_wrong"]}
 
 
 def main() -> None:
@@ -58,7 +69,9 @@ def main() -> None:
     args = parser.parse_args()
     folder = ROOT / "bench" / "runs" / args.arm / f"seed_{args.seed}"
     _, records = load_run(folder)
-    out = {"arm": args.arm, "seed": args.seed, "records": str(folder.relative_to(ROOT)), **tally(records)}
+    categories = sorted({r["category"] for r in records} & set(SINGLE_TURN))
+    needed = {e.id: len(e.ground_truth or []) for c in categories for e in load_entries(c, "test")}
+    out = {"arm": args.arm, "seed": args.seed, "records": str(folder.relative_to(ROOT)), **tally(records, needed)}
     path = ROOT / "bench" / "results" / f"copied_count_{args.arm}.json"
     atomic_write_json(path, out)
     print(json.dumps({k: out[k] for k in ("reached", "copied", "total")}), "->", path.relative_to(ROOT))

@@ -20,6 +20,14 @@ def test_example_count_reads_the_fenced_list():
     assert copied_count.example_count("```json\n[not json\n```") is None
 
 
+def test_tally_compares_with_the_needed_count():
+    call = {"name": "f", "arguments": {}}
+    records = [{"id": "p_0", "category": "parallel", "knowledge": EXAMPLE, "calls": [call] * 3, "valid": True}]
+    out = copied_count.tally(records, {"p_0": 3})
+    assert out["reached"] == 1
+    assert out["per_category"]["parallel"] == {"other_right": 1, "shown_needed": 0, "made_needed": 1}
+
+
 def test_tally_counts_copies_per_category_and_skips_unreached():
     call = {"name": "f", "arguments": {}}
     records = [
@@ -31,5 +39,6 @@ def test_tally_counts_copies_per_category_and_skips_unreached():
     ]
     out = copied_count.tally(records)
     assert out["reached"] == 3 and out["copied"] == 2
+    assert copied_count.tally(records, {"x": 2})["reached"] == 3
     assert out["per_category"]["parallel"] == {"copied_right": 1, "other_wrong": 1}
     assert out["per_category"]["simple_java"] == {"copied_wrong": 1}
