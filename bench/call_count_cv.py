@@ -21,21 +21,16 @@ sys.path.insert(0, str(ROOT))
 from kate.io import atomic_write_json  # noqa: E402
 from kate.knowledge.embedder import Embedder  # noqa: E402
 from kate.knowledge.store import KnowledgeBase  # noqa: E402
-from kate.retrieval.call_count import FEATURES, request_features  # noqa: E402
+from kate.retrieval.call_count import FEATURES, call_counts, request_features  # noqa: E402
 
 KB = ROOT / "knowledge_bases" / "bfcl_train"
 POOL = 5  # counts of POOL or more are one class
 
 
 def rows(kb: KnowledgeBase) -> tuple[list[str], list[int]]:
-    questions, counts = [], []
-    for entry in kb.view()[0]:
-        calls = entry.payload.get("calls") or []
-        if entry.type != "ST" or entry.api_classes or len(calls) < 2:
-            continue
-        questions.append(str(entry.payload.get("question", entry.text)))
-        counts.append(min(len(calls), POOL))
-    return questions, counts
+    """(question, call count pooled at POOL) of the base's several-call single-turn entries."""
+    pairs = [(q, min(n, POOL)) for q, n in zip(*call_counts(kb.view()[0])) if n >= 2]
+    return [q for q, _ in pairs], [n for _, n in pairs]
 
 
 def main() -> None:

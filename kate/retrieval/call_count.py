@@ -42,16 +42,22 @@ def request_features(question: str) -> list[float]:
             float(bool(EACH.search(question))), len(question.split()) / 20.0]  # fmt: skip
 
 
-def training_rows(entries: Iterable[KnowledgeEntry]) -> tuple[list[str], list[bool]]:
-    """(questions, several calls?) of the single-turn ST entries that made at least one call."""
-    questions, labels = [], []
+def call_counts(entries: Iterable[KnowledgeEntry]) -> tuple[list[str], list[int]]:
+    """(questions, number of calls) of the single-turn ST entries that made at least one call."""
+    questions, counts = [], []
     for entry in entries:
         calls = entry.payload.get("calls") or []
         if entry.type != "ST" or entry.api_classes or not calls:
             continue
         questions.append(str(entry.payload.get("question", entry.text)))
-        labels.append(len(calls) > 1)
-    return questions, labels
+        counts.append(len(calls))
+    return questions, counts
+
+
+def training_rows(entries: Iterable[KnowledgeEntry]) -> tuple[list[str], list[bool]]:
+    """(questions, several calls?) of the single-turn ST entries that made at least one call."""
+    questions, counts = call_counts(entries)
+    return questions, [n > 1 for n in counts]
 
 
 @dataclass(frozen=True)
