@@ -55,8 +55,13 @@ def _run(arm: str, c: dict, model, task, folder: Path, desc: str) -> None:
     run_task(task, policy, store, seed=0, desc=desc)
 
 
-def run_arms(arms: list[str], adapter: Path, *, own_tools_max_steps: int, suffix: str = "") -> None:
-    """The own-tools test half for the direct arms first (the short part), then BFCL for the trained arms."""
+PARTS = ("own_tools", "bfcl")
+
+
+def run_arms(arms: list[str], adapter: Path, *, own_tools_max_steps: int, suffix: str = "",
+             parts: tuple[str, ...] = PARTS) -> None:
+    """The own-tools test half for the direct arms first (the short part), then BFCL for the trained arms;
+    ``parts`` runs only some of the two."""
     models: dict[str, object] = {}
     unknown = [a for a in arms if a not in ARM_CONFIG]
     if unknown:
@@ -68,11 +73,14 @@ def run_arms(arms: list[str], adapter: Path, *, own_tools_max_steps: int, suffix
             models[key] = instantiate(c["llm"])
         return models[key]
 
-    for arm in (a for a in arms if a in OWN_TOOLS_ARMS):
+    unknown_parts = [p for p in parts if p not in PARTS]
+    if unknown_parts:
+        raise SystemExit(f"unknown part {unknown_parts[0]!r}; parts: {', '.join(PARTS)}")
+    for arm in (a for a in arms if a in OWN_TOOLS_ARMS and "own_tools" in parts):
         c = compose_arm(arm, adapter if arm.startswith("trained") else None, max_steps=own_tools_max_steps)
         _run(arm, c, model_for(arm, c), OwnToolsTask("test"), RUNS / (arm + suffix) / "own_tools" / "seed_0",
              f"{arm}{suffix} own_tools")
-    for arm in (a for a in arms if a.startswith("trained")):
+    for arm in (a for a in arms if a.startswith("trained") and "bfcl" in parts):
         c = compose_arm(arm, adapter)
         _run(arm, c, model_for(arm, c), BFCLTask(bfcl_entries(), "test"), RUNS / (arm + suffix) / "bfcl" / "seed_0",
              f"{arm}{suffix} bfcl")

@@ -5,6 +5,7 @@ command (in a later session too) and it continues where it stopped; finished sta
     .venv/bin/python bench/train_cpu.py                 # every stage in order
     .venv/bin/python bench/train_cpu.py --stages eval   # only some: data,sft,grpo,eval,report,sft_answers,grpo_answers
     .venv/bin/python bench/train_cpu.py --stages eval --arms trained_direct --adapter sft_answers
+    .venv/bin/python bench/train_cpu.py --stages eval --arms trained_direct --adapter grpo_answers --parts own_tools
     .venv/bin/python bench/train_cpu.py --stages report # the report from the committed records
 
 Stages:
@@ -115,18 +116,18 @@ def trained_adapter() -> Path:
     raise SystemExit("no trained adapter yet: run the sft stage first")
 
 
-def stage_eval(which: list[str], adapter_stage: str | None) -> None:
+def stage_eval(which: list[str], adapter_stage: str | None, parts: tuple[str, ...]) -> None:
     """The arms on the pipeline's adapter (``trained_adapter``) into bench/runs/train/<arm>/, or on
     another stage's into bench/runs/train/<arm>_<stage>/."""
     from bench_train_eval import run_arms  # noqa: PLC0415  (bench/bench_train_eval.py)
 
     if adapter_stage is None:
-        run_arms(which, trained_adapter(), own_tools_max_steps=OWN_TOOLS_MAX_STEPS)
+        run_arms(which, trained_adapter(), own_tools_max_steps=OWN_TOOLS_MAX_STEPS, parts=parts)
         return
     if not _done(RUNS / adapter_stage):
         raise SystemExit(f"{RUNS / adapter_stage}: no finished training run there")
     run_arms([a for a in which if a.startswith("trained")], adapter_of(adapter_stage),
-             own_tools_max_steps=OWN_TOOLS_MAX_STEPS, suffix=f"_{adapter_stage}")
+             own_tools_max_steps=OWN_TOOLS_MAX_STEPS, suffix=f"_{adapter_stage}", parts=parts)
 
 
 def main() -> None:
@@ -136,6 +137,7 @@ def main() -> None:
                         help="eval arms, in this order")
     parser.add_argument("--adapter", default=None, help="eval: the trained arms on this stage's adapter "
                         "(e.g. sft_answers) into bench/runs/train/<arm>_<stage>/; default: the pipeline's")
+    parser.add_argument("--parts", default="own_tools,bfcl", help="eval: which tasks (own_tools, bfcl)")
     args = parser.parse_args()
     stop_on_sigterm()
     stages = args.stages.split(",")
@@ -151,7 +153,7 @@ def main() -> None:
         elif stage == "grpo_answers":
             stage_grpo("grpo_answers", start="sft_answers")
         elif stage == "eval":
-            stage_eval(args.arms.split(","), args.adapter)
+            stage_eval(args.arms.split(","), args.adapter, tuple(args.parts.split(",")))
         elif stage == "report":
             from bench_train_report import write_report  # noqa: PLC0415
 
