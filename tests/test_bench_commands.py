@@ -63,3 +63,26 @@ def test_diagnose_ii_leaves_the_trajectory_out_where_no_checkpoints_are(monkeypa
     (tmp_path / "checkpoint-5").mkdir()
     calls = _calls(module, monkeypatch, [])
     assert "name=trajectory" in [next(a for a in args if a.startswith("name=")) for args in calls]
+
+
+def test_train_cpu_eval_runs_only_the_parts_named(monkeypatch):
+    import types
+
+    module = _bench("train_cpu")
+    seen: dict = {}
+    fake = types.ModuleType("bench_train_eval")
+    fake.run_arms = lambda arms, adapter, **kw: seen.update(arms=arms, adapter=adapter, **kw)
+    monkeypatch.setitem(sys.modules, "bench_train_eval", fake)
+    monkeypatch.setattr(module, "stop_on_sigterm", lambda: None)
+    monkeypatch.setattr(module, "_done", lambda folder: True)
+    monkeypatch.setattr(sys, "argv", ["train_cpu", "--stages", "eval", "--arms", "trained_direct",
+                                      "--adapter", "grpo_answers", "--parts", "own_tools"])
+    module.main()
+    assert seen["parts"] == ("own_tools",) and seen["suffix"] == "_grpo_answers"
+    assert seen["adapter"].parts[-3:] == ("grpo_answers", "final", "adapter.gguf")
+
+
+def test_train_eval_refuses_an_unknown_part_before_any_model():
+    module = _bench("bench_train_eval")
+    with pytest.raises(SystemExit, match="unknown part 'bfcl_multi'"):
+        module.run_arms(["trained_direct"], Path("none.gguf"), own_tools_max_steps=4, parts=("bfcl_multi",))
