@@ -82,6 +82,12 @@ ARMS = {"direct": ("direct", []), "direct_answer": ("direct", TURN_END), "patter
         # on the unused offered ones (the preset's current form)
         "multi_call": ("pattern", [PATTERN_LIST, "+knowledge.single_turn.only_multi_call=true",
                                    "+knowledge.single_turn.match_function_count=true", "knowledge.single_turn.threshold=0.0"]),
+        # multi_call with two examples of different call counts (the model copied the one example's count:
+        # bench/results/copied_count_st_calls.json, read on the test halves, so measured here on the training halves)
+        "multi_call_counts": ("pattern", [PATTERN_LIST, "+knowledge.single_turn.only_multi_call=true",
+                                          "+knowledge.single_turn.match_function_count=true",
+                                          "knowledge.single_turn.threshold=0.0", "knowledge.single_turn.top_k=2",
+                                          "+knowledge.single_turn.distinct_call_counts=true"]),
         # the same without the function-count match (any several-call example, the nearest first)
         "multi_call_loose": ("pattern", [PATTERN_LIST, "+knowledge.single_turn.only_multi_call=true",
                                          "knowledge.single_turn.threshold=0.0"])}

@@ -98,3 +98,23 @@ def test_function_count_matching_keeps_examples_shaped_like_the_request():
     r = Retriever(kb, embedder(), RetrievalConfig(top_k=3, threshold=0.0, match_function_count=True))
     assert r.retrieve("Weather in Doha?", api_classes=(), tools=two) == []  # every entry calls one function
     assert r.retrieve("Weather in Doha?", api_classes=(), tools=two[:1])
+
+
+def test_distinct_call_counts_shows_the_nearest_example_of_each_number_of_calls():
+    def two(i: int) -> KnowledgeEntry:
+        a, b = CITIES[i], CITIES[(i + 5) % len(CITIES)]
+        q = f"What is the weather in {a} and {b} for the next {i + 2} days each?"
+        calls = [{"name": "weather", "arguments": {"city": x, "days": i + 2}} for x in (a, b)]
+        return KnowledgeEntry(id=f"ST:two_{i}", type="ST", text=q, source="parallel", payload={"question": q, "calls": calls})
+
+    entries = [*ENTRIES, *(two(i) for i in range(24))]
+    kb = KnowledgeBase.create(entries, embedder().embed([e.text for e in entries]), embedding=embedder().identity())
+    query = "Weather in Doha, Amman and Tunis for 4 days each?"
+    plain_hits = Retriever(kb, embedder(), RetrievalConfig(top_k=3, threshold=0.0, only_multi_call=True)).retrieve(
+        query, api_classes=())
+    distinct = Retriever(kb, embedder(), RetrievalConfig(top_k=3, threshold=0.0, only_multi_call=True,
+                                                         distinct_call_counts=True)).retrieve(query, api_classes=())
+    counts = [len(h.entry.payload["calls"]) for h in distinct]
+    assert sorted(counts) == [2, 3]  # one of each count the base holds, no more
+    assert distinct[0].entry.id == plain_hits[0].entry.id  # the nearest example stays first
+    assert [h.score for h in distinct] == sorted((h.score for h in distinct), reverse=True)

@@ -36,6 +36,9 @@ class RetrievalConfig:
     # only entries with as many distinct functions as the current request offers (tools given): the structure
     # of a reply that uses each offered function (BFCL parallel: one function; parallel_multiple: all of them)
     match_function_count: bool = False
+    # the hits made pairwise different numbers of calls (the nearest of each count): with top_k >= 2 the examples
+    # show that the number of calls follows the request (the 0.5B model copies one example's count)
+    distinct_call_counts: bool = False
     dedupe: bool = True  # one hit per (question, calls)
     intent: Mapping[str, Any] = field(default_factory=dict)  # IntentConfig fields; enabled: false -> off
     template: Mapping[str, Any] = field(default_factory=dict)  # Template fields (kate.retrieval.inject)

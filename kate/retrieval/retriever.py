@@ -18,6 +18,8 @@ Filters (each a config value, see ``RetrievalConfig``):
 * ``only_multi_call``: a request gets knowledge only when the base's call-count predictor says it
   needs several calls (``kate/retrieval/call_count.py``), and then only examples that made several.
 * ``match_function_count``: only entries calling as many distinct functions as the request offers.
+* ``distinct_call_counts``: the hits made pairwise different numbers of calls (the best of each count), so
+  that several examples show that the count varies with the request instead of one count to copy.
 
 The search is exact or approximate (whatever the base's index is); it fetches more candidates
 when filters reject some, and stops as soon as the next candidate is below the threshold.
@@ -161,12 +163,16 @@ class Retriever:
                 if self._keep(entry, types, classes, current, exclude, sources):
                     passing.append(Hit(entry, float(score)))
             passing.sort(key=lambda h: (-h.score, priority[h.entry.type]))
-            hits, seen = [], set()
+            hits, seen, counts = [], set(), set()
             for hit in passing:
                 key = hit.entry.dedupe_key
                 if c.dedupe and key in seen:
                     continue
+                count = len(hit.entry.payload.get("calls") or [])
+                if c.distinct_call_counts and count in counts:
+                    continue
                 seen.add(key)
+                counts.add(count)
                 hits.append(hit)
             if len(hits) >= top_k or exhausted or k >= total:
                 return hits[:top_k]
