@@ -16,8 +16,9 @@
   each, 6 of 12 ``multiple`` broken by the example's call count), ``pattern_list_typed`` (unquoted
   numeric placeholders: copied verbatim), ``pattern_gated`` (the call-count predictor's gate: reach
   fell to 4 of 12), ``multi_call`` (the gate, examples with as many functions as offered, at any
-  similarity: the chosen preset, conf/retrieval/single_turn_multi_call.yaml) and ``multi_call_loose``
-  (without the function-count match: worse on parallel_multiple).
+  similarity: the chosen preset, conf/retrieval/single_turn_multi_call.yaml), ``multi_call_loose``
+  (without the function-count match: worse on parallel_multiple) and ``multi_call_counts`` (two examples
+  of different call counts, ``distinct_call_counts``: the model had copied the one example's count).
 
     .venv/bin/python bench/failure_table.py --single 20 --multi 10        # run direct (then report)
     .venv/bin/python bench/failure_table.py --arms direct_answer --single 0 --multi 10
@@ -26,6 +27,7 @@
     .venv/bin/python bench/failure_table.py --arms pattern_list,pattern_list_typed,pattern_gated,multi_call --single 12 --multi 0 --categories simple_python,multiple,parallel,parallel_multiple
     .venv/bin/python bench/failure_table.py --arms multi_call_loose --single 12 --multi 0 --categories multiple,parallel,parallel_multiple
     .venv/bin/python bench/failure_table.py --arms multi_call --single 12 --multi 0 --categories <all 13 single-turn>
+    .venv/bin/python bench/failure_table.py --arms multi_call_counts --single 12 --multi 0 --categories <all 13 single-turn>
     .venv/bin/python bench/failure_table.py --report-only
 
 Writes ``bench/results/failure_table.{json,md}``: per single-turn category the failures by kind; per
@@ -207,26 +209,27 @@ def report() -> dict:
                             "multi_turn_base": {k: dict(v) if isinstance(v, Counter) else v for k, v in multi.items()}}
     out["paired"] = paired(out.pop("_valid", {}), out.pop("_reached", {}))
     out["multi_call_p"] = multi_call_p_sweep()
+    out["multi_call_counts_p"] = multi_call_p_sweep("multi_call_counts")
     atomic_write_json(RESULT.with_suffix(".json"), out)
     atomic_write_text(RESULT.with_suffix(".md"), markdown(out))
     return out
 
 
-GATE_ARM = "multi_call"  # its records at multi_call_p = 0.5 give every higher threshold's outcome
+GATE_ARM = "multi_call"  # its records at multi_call_p = 0.5 give every higher threshold's outcome (so do multi_call_counts')
 GATE_PS = (0.5, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9)
 
 
-def multi_call_p_sweep() -> list[dict] | None:
-    """The call-count gate's threshold read off ``multi_call``'s records (run at p = 0.5): an entry its
+def multi_call_p_sweep(arm: str = GATE_ARM) -> list[dict] | None:
+    """The call-count gate's threshold read off ``arm``'s records (run at p = 0.5): an entry its
     knowledge reached is still reached at threshold t when the predictor's p >= t; below it the entry gets
     no knowledge, i.e. direct's greedy answer. Fixed / broken against direct per threshold."""
-    folder = RUNS / GATE_ARM / "seed_0"
+    folder = RUNS / arm / "seed_0"
     if not (folder / "records.jsonl").exists() or not (RUNS / "direct" / "seed_0" / "records.jsonl").exists():
         return None
     from kate.retrieval.config import RetrievalConfig  # noqa: PLC0415
     from kate.retrieval.retriever import Retriever  # noqa: PLC0415
 
-    c = compose_arm(GATE_ARM)["knowledge"]["single_turn"]
+    c = compose_arm(arm)["knowledge"]["single_turn"]
     model = Retriever.from_config(RetrievalConfig(**{k: v for k, v in c.items() if not k.startswith("_")})).call_count_model()
     direct = {r["id"]: bool(_value(r, "valid")) for r in load_run(RUNS / "direct" / "seed_0")[1]}
     _, records = load_run(folder)
@@ -285,10 +288,12 @@ def markdown(out: dict) -> str:
         lines += [f"| {c} | {r['n']} | {r['direct']} | {r['arm']} | {r['fixed']} | {r['broken']} | {r.get('reached', '-')} |"
                   for c, r in per.items()]  # fmt: skip
         lines.append("")
-    if out.get("multi_call_p"):
-        lines += [f"## The call-count gate's threshold ({GATE_ARM}'s records, run at 0.5; training halves)", "",
+    for key, arm in (("multi_call_p", GATE_ARM), ("multi_call_counts_p", "multi_call_counts")):
+        if not out.get(key):
+            continue
+        lines += [f"## The call-count gate's threshold ({arm}'s records, run at 0.5; training halves)", "",
                   "| multi_call_p | reached | fixed | broken |", "|---:|---:|---:|---:|"]
-        lines += [f"| {r['p']} | {r['reached']} | {r['fixed']} | {r['broken']} |" for r in out["multi_call_p"]]
+        lines += [f"| {r['p']} | {r['reached']} | {r['fixed']} | {r['broken']} |" for r in out[key]]
         lines.append("")
     lines += ["## Could an example fix it? (a judgement per kind, not a measurement)", "", "| kind | example | how |",
               "|---|---|---|"] + [f"| {k} | {v['example']} | {v['how']} |" for k, v in out["fixable"].items()]  # fmt: skip
