@@ -66,6 +66,9 @@ def run_arms(arms: list[str], adapter: Path, *, own_tools_max_steps: int, suffix
     unknown = [a for a in arms if a not in ARM_CONFIG]
     if unknown:
         raise SystemExit(f"unknown arm {unknown[0]!r}; arms: {', '.join(ARM_CONFIG)}")
+    unknown_parts = [p for p in parts if p not in PARTS]
+    if unknown_parts:
+        raise SystemExit(f"unknown part {unknown_parts[0]!r}; parts: {', '.join(PARTS)}")
 
     def model_for(arm: str, c: dict) -> object:
         key = "trained" if arm.startswith("trained") else "untrained"
@@ -73,9 +76,6 @@ def run_arms(arms: list[str], adapter: Path, *, own_tools_max_steps: int, suffix
             models[key] = instantiate(c["llm"])
         return models[key]
 
-    unknown_parts = [p for p in parts if p not in PARTS]
-    if unknown_parts:
-        raise SystemExit(f"unknown part {unknown_parts[0]!r}; parts: {', '.join(PARTS)}")
     for arm in (a for a in arms if a in OWN_TOOLS_ARMS and "own_tools" in parts):
         c = compose_arm(arm, adapter if arm.startswith("trained") else None, max_steps=own_tools_max_steps)
         _run(arm, c, model_for(arm, c), OwnToolsTask("test"), RUNS / (arm + suffix) / "own_tools" / "seed_0",

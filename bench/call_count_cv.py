@@ -25,7 +25,7 @@ sys.path.insert(0, str(ROOT))
 from kate.io import atomic_write_json  # noqa: E402
 from kate.knowledge.embedder import Embedder  # noqa: E402
 from kate.knowledge.store import KnowledgeBase  # noqa: E402
-from kate.retrieval.call_count import FEATURES, call_counts, request_features  # noqa: E402
+from kate.retrieval.call_count import FEATURES, call_counts, counted_entries, request_features  # noqa: E402
 
 KB = ROOT / "knowledge_bases" / "bfcl_train"
 POOL = 5  # counts of POOL or more are one class
@@ -65,7 +65,7 @@ def main() -> None:
     embedder = Embedder(model="all-minilm-l6-v2")
     kb = KnowledgeBase.load(KB, embedding=embedder.identity())
     questions, counts = rows(kb)
-    several = [e for e in kb.view()[0] if e.type == "ST" and not e.api_classes and len(e.payload.get("calls") or []) >= 2]
+    several = [e for e in counted_entries(kb.view()[0]) if len(e.payload["calls"]) >= 2]
     raw_counts = np.array([len(e.payload["calls"]) for e in several])
     n_functions = np.array([len({c["name"] for c in e.payload["calls"]}) for e in several])
     several_q = [str(e.payload.get("question", e.text)) for e in several]

@@ -71,6 +71,8 @@ TURN_END = ["repeat_policy=answer", "repeat_match=fed", "answer_at_max_steps=tru
 MULTI_SOURCES = "knowledge.single_turn.sources=[parallel,parallel_multiple,live_parallel,live_parallel_multiple]"
 FENCED_LIST = "+knowledge.single_turn.template.call_block=fenced_list"
 PATTERN_LIST = "knowledge.single_turn.template.preset=guarded_pattern_list"
+MULTI_CALL = [PATTERN_LIST, "+knowledge.single_turn.only_multi_call=true", "+knowledge.single_turn.match_function_count=true",
+              "knowledge.single_turn.threshold=0.0"]  # fmt: skip
 ARMS = {"direct": ("direct", []), "direct_answer": ("direct", TURN_END), "pattern": ("pattern", []),
         "pattern_multi": ("pattern", [MULTI_SOURCES]),
         "pattern_multi_list": ("pattern", [MULTI_SOURCES, FENCED_LIST]),
@@ -82,13 +84,10 @@ ARMS = {"direct": ("direct", []), "direct_answer": ("direct", TURN_END), "patter
         # (pattern_gated ran with typed placeholders, the preset's first form.) Then: the same gate, examples
         # shaped like the request (as many distinct functions as it offers), at any similarity, functions placed
         # on the unused offered ones (the preset's current form)
-        "multi_call": ("pattern", [PATTERN_LIST, "+knowledge.single_turn.only_multi_call=true",
-                                   "+knowledge.single_turn.match_function_count=true", "knowledge.single_turn.threshold=0.0"]),
+        "multi_call": ("pattern", MULTI_CALL),
         # multi_call with two examples of different call counts (the model copied the one example's count:
         # bench/results/copied_count_st_calls.json, read on the test halves, so measured here on the training halves)
-        "multi_call_counts": ("pattern", [PATTERN_LIST, "+knowledge.single_turn.only_multi_call=true",
-                                          "+knowledge.single_turn.match_function_count=true",
-                                          "knowledge.single_turn.threshold=0.0", "knowledge.single_turn.top_k=2",
+        "multi_call_counts": ("pattern", [*MULTI_CALL, "knowledge.single_turn.top_k=2",
                                           "+knowledge.single_turn.distinct_call_counts=true"]),
         # the same without the function-count match (any several-call example, the nearest first)
         "multi_call_loose": ("pattern", [PATTERN_LIST, "+knowledge.single_turn.only_multi_call=true",

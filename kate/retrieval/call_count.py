@@ -42,16 +42,15 @@ def request_features(question: str) -> list[float]:
             float(bool(EACH.search(question))), len(question.split()) / 20.0]  # fmt: skip
 
 
+def counted_entries(entries: Iterable[KnowledgeEntry]) -> list[KnowledgeEntry]:
+    """The single-turn ST entries that made at least one call (the rows the predictor learns from)."""
+    return [e for e in entries if e.type == "ST" and not e.api_classes and e.payload.get("calls")]
+
+
 def call_counts(entries: Iterable[KnowledgeEntry]) -> tuple[list[str], list[int]]:
-    """(questions, number of calls) of the single-turn ST entries that made at least one call."""
-    questions, counts = [], []
-    for entry in entries:
-        calls = entry.payload.get("calls") or []
-        if entry.type != "ST" or entry.api_classes or not calls:
-            continue
-        questions.append(str(entry.payload.get("question", entry.text)))
-        counts.append(len(calls))
-    return questions, counts
+    """(questions, number of calls) of ``counted_entries``."""
+    counted = counted_entries(entries)
+    return [str(e.payload.get("question", e.text)) for e in counted], [len(e.payload["calls"]) for e in counted]
 
 
 def training_rows(entries: Iterable[KnowledgeEntry]) -> tuple[list[str], list[bool]]:
