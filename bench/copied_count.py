@@ -27,39 +27,42 @@ OUTCOMES = ("copied_right", "copied_wrong", "other_right", "other_wrong")
 FENCE = re.compile(r"```json\n(.*?)```", re.S)
 
 
-def example_count(knowledge: str) -> int | None:
-    """Number of calls in the first fenced example list; None when there is none or it does not parse."""
-    match = FENCE.search(knowledge or "")
-    if not match:
-        return None
-    try:
-        calls = json.loads(match.group(1))
-    except json.JSONDecodeError:
-        return None
-    return len(calls) if isinstance(calls, list) else 1
+def example_counts(knowledge: str) -> list[int]:
+    """Number of calls in each fenced example list, in order (one that does not parse is left out)."""
+    counts = []
+    for block in FENCE.findall(knowledge or ""):
+        try:
+            calls = json.loads(block)
+        except json.JSONDecodeError:
+            continue
+        counts.append(len(calls) if isinstance(calls, list) else 1)
+    return counts
 
 
 def tally(records, needed: dict[str, int] | None = None) -> dict:
-    """Per category: copied / other x right / wrong; with ``needed`` (entry id -> ground-truth call count),
-    also how many examples showed the needed count (``shown_needed``) and how many replies made it."""
+    """Per category: copied (the reply made as many calls as the first example shows) / other x right /
+    wrong, and ``copied_any`` (as many as some example shows: several examples of different counts,
+    ``distinct_call_counts``); with ``needed`` (entry id -> ground-truth call count), also how many
+    entries were shown an example of the needed count (``shown_needed``) and how many replies made it."""
     needed = needed or {}
     rows: dict[str, Counter] = {}
     for r in records:
         if r.get("category") == "multi_turn_base" or not r.get("knowledge"):
             continue
-        shown = example_count(r["knowledge"])
-        if shown is None:
+        shown = example_counts(r["knowledge"])
+        if not shown:
             continue
         made = len(r.get("calls") or [])
-        key = ("copied" if made == shown else "other") + ("_right" if r.get("valid") else "_wrong")
+        key = ("copied" if made == shown[0] else "other") + ("_right" if r.get("valid") else "_wrong")
         row = rows.setdefault(r["category"], Counter())
         row[key] += 1
+        row["copied_any"] += made in shown
         if r.get("id") in needed:
-            row["shown_needed"] += shown == needed[r["id"]]
+            row["shown_needed"] += needed[r["id"]] in shown
             row["made_needed"] += made == needed[r["id"]]
     total = sum((c for c in rows.values()), Counter())
     return {"per_category": {k: dict(v) for k, v in sorted(rows.items())}, "total": dict(total),
-            "reached": sum(total[k] for k in OUTCOMES), "copied": total["copied_right"] + total["copied_wrong"]}
+            "reached": sum(total[k] for k in OUTCOMES), "copied": total["copied_right"] + total["copied_wrong"], "copied_any": total["copied_any"]}
 
 
 def main() -> None:
@@ -74,7 +77,7 @@ def main() -> None:
     out = {"arm": args.arm, "seed": args.seed, "records": str(folder.relative_to(ROOT)), **tally(records, needed)}
     path = ROOT / "bench" / "results" / f"copied_count_{args.arm}.json"
     atomic_write_json(path, out)
-    print(json.dumps({k: out[k] for k in ("reached", "copied", "total")}), "->", path.relative_to(ROOT))
+    print(json.dumps({k: out[k] for k in ("reached", "copied", "copied_any", "total")}), "->", path.relative_to(ROOT))
 
 
 if __name__ == "__main__":
