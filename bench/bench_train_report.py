@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from kate.eval.report import wilson
+from kate.eval.report import paired_difference, plot_categories, wilson
 from kate.eval.run_store import load_run
 from kate.io import atomic_write_json, atomic_write_text
 from kate.tasks.own_tools import summarize as own_tools_summary
@@ -21,8 +21,10 @@ BFCL_FOLDERS = {"untrained_direct": ROOT / "bench/runs/direct/seed_0", "untraine
                 "trained_direct": RUNS / "trained_direct/bfcl/seed_0", "trained_kate": RUNS / "trained_kate/bfcl/seed_0",
                 # bench/train_cpu.py --stages eval --arms trained_direct --adapter sft_answers
                 "trained_direct_sft_answers": RUNS / "trained_direct_sft_answers/bfcl/seed_0",
-                "trained_direct_grpo_answers": RUNS / "trained_direct_grpo_answers/bfcl/seed_0"}
+                "trained_direct_grpo_answers": RUNS / "trained_direct_grpo_answers/bfcl/seed_0",
+                "trained_kate_grpo_answers": RUNS / "trained_kate_grpo_answers/bfcl/seed_0"}
 ARMS = tuple(BFCL_FOLDERS)
+MULTI_TURN = "multi_turn_base"
 # the first SFT adapter (targets in the template's <tool_call> form, bench/runs/train/sft_template/): its
 # own-tools records, made when it lay in bench/runs/train/sft/, are kept beside the current ones
 STAGES = ("sft_template", "sft", "grpo", "sft_answers", "grpo_answers")
@@ -48,17 +50,19 @@ def _rate(k: int, n: int) -> dict[str, Any]:
 
 
 def bfcl_table(records: Mapping[str, Sequence[Mapping[str, Any]]]) -> dict[str, Any]:
-    """Per category and arm over the entries every arm finished: pass rate; multi-turn: also the
-    share of turns passed before the first failure."""
+    """Per category, over the entries every arm that ran the category finished (an arm with none of
+    it gets no cell): pass rate; multi-turn: also the share of turns passed before the first failure,
+    pooled over the dialogues."""
     by_arm = {arm: {r["id"]: r for r in rows} for arm, rows in records.items()}
-    common = set.intersection(*(set(rows) for rows in by_arm.values())) if by_arm else set()
-    categories = sorted({by_arm[a][i]["category"] for a in by_arm for i in common})
+    categories = sorted({r["category"] for rows in by_arm.values() for r in rows.values()})
     out: dict[str, Any] = {}
     for category in categories:
-        ids = sorted(i for i in common if next(iter(by_arm.values()))[i]["category"] == category)
+        held = {arm: {i for i, r in rows.items() if r["category"] == category} for arm, rows in by_arm.items()}
+        held = {arm: ids for arm, ids in held.items() if ids}
+        ids = sorted(set.intersection(*held.values()))
         row: dict[str, Any] = {}
-        for arm, rows in by_arm.items():
-            picked = [rows[i] for i in ids]
+        for arm in held:
+            picked = [by_arm[arm][i] for i in ids]
             cell = _rate(sum(bool(r.get("valid")) for r in picked), len(picked))
             if category.startswith("multi_turn"):
                 passed = sum(int(r.get("turns_passed", 0)) for r in picked)
@@ -67,6 +71,36 @@ def bfcl_table(records: Mapping[str, Sequence[Mapping[str, Any]]]) -> dict[str, 
             row[arm] = cell
         out[category] = row
     return out
+
+
+def multi_turn_pairs(records: Mapping[str, Sequence[Mapping[str, Any]]], base: str = "untrained_direct") -> dict[str, Any]:
+    """Each arm against ``base`` dialogue by dialogue on the multi_turn_base dialogues both finished:
+    the mean paired difference of turns passed before the first failure (per-dialogue fraction, the
+    issue's target measure), with its 95% interval."""
+    ref = {r["id"]: r for r in records.get(base, []) if r["category"] == MULTI_TURN}
+    out = {}
+    for arm, rows in records.items():
+        mine = {r["id"]: r for r in rows if r["category"] == MULTI_TURN}
+        common = sorted(set(mine) & set(ref))
+        if arm == base or not common:
+            continue
+        turns = paired_difference([ref[i] for i in common], [mine[i] for i in common])["turns"].get(MULTI_TURN)
+        if turns:
+            out[arm] = turns
+    return out
+
+
+def plot_slice(bfcl: Mapping[str, Mapping[str, Any]], path: Path) -> Path:
+    """The BFCL slice as grouped bars per category and arm (multi-turn: turns passed, pooled)."""
+    runs: dict[str, dict[str, dict[str, Any]]] = {}
+    for category, row in bfcl.items():
+        for arm, cell in row.items():
+            c = cell.get("turns_passed", cell)
+            if c["n"]:
+                name = f"{category} (turns)" if "turns_passed" in cell else category
+                runs.setdefault(arm, {})[name] = {"accuracy": c["k"] / c["n"],
+                                                  "ci95": [c["interval"][0] / 100, c["interval"][1] / 100]}
+    return plot_categories(runs, path)
 
 
 def single_turn_changes(records: Mapping[str, Sequence[Mapping[str, Any]]], base: str = "untrained_direct") -> dict[str, Any]:
@@ -134,12 +168,19 @@ def markdown(result: Mapping[str, Any]) -> str:
                 text += f"; turns {t['pct']} ({t['k']}/{t['n']})"
             cells.append(text)
         lines.append(f"| {category} | " + " | ".join(cells) + " |")
+    pairs = result.get("multi_turn_pairs", {})
+    if pairs:
+        lines += ["", f"{MULTI_TURN} against untrained_direct, dialogue by dialogue (turns passed before the first "
+                  "failure, per-dialogue fraction; mean paired difference [95% interval]):", ""]
+        for arm, t in pairs.items():
+            lines.append(f"- {arm}: {100 * t['mean_diff']:+.1f} points [{100 * t['ci95'][0]:+.1f}, "
+                         f"{100 * t['ci95'][1]:+.1f}] over {t['n']} dialogues (better in {t['better']}, worse in {t['worse']})")
     lines += ["", "Single-turn entries against untrained_direct (the entries both hold):", ""]
     for arm, c in result.get("single_turn_changes", {}).items():
         lines.append(f"- {arm}: {c['right']} right vs {c['right_untrained_direct']} of {c['n']}; {c['fixed']} fixed, "
                      f"{c['broken']} broken; outputs with several calls {c['multi_call_outputs']} "
                      f"(untrained {c['multi_call_outputs_untrained_direct']})")
-    lines += ["", "Probe curves (at the start and every save): `train_cpu_probe_<stage>.png` (sft_template: the first SFT, targets as the template writes calls; sft: call_format=json)."]
+    lines += ["", "The slice as a picture: `train_cpu_bfcl.png`.", "Probe curves (at the start and every save): `train_cpu_probe_<stage>.png` (sft_template: the first SFT, targets as the template writes calls; sft: call_format=json)."]
     return "\n".join(lines) + "\n"
 
 
@@ -180,9 +221,12 @@ def write_report() -> dict[str, Any]:
               "probe": {s: _probe(s) for s in STAGES}, "own_tools": own,
               "bfcl": bfcl_table(bfcl_records) if len(bfcl_records) > 1 else {},
               "single_turn_changes": single_turn_changes(bfcl_records),
+              "multi_turn_pairs": multi_turn_pairs(bfcl_records),
               "bfcl_arms": sorted(bfcl_records), "adapters": adapters_used()}  # fmt: skip
     atomic_write_json(RESULTS / "train_cpu.json", result)
     atomic_write_text(RESULTS / "train_cpu.md", markdown(result))
+    if result["bfcl"]:
+        plot_slice(result["bfcl"], RESULTS / "train_cpu_bfcl.png")
     for stage in STAGES:
         if (RUNS / stage / "probe.png").exists():
             shutil.copyfile(RUNS / stage / "probe.png", RESULTS / f"train_cpu_probe_{stage}.png")
