@@ -8,6 +8,11 @@ same command after a crash or in a later session; finished entries are kept). Th
     .venv/bin/python bench/bfcl.py --arms es,sic,tic,w8v --single 4 --multi 8 --interleave --multi-first
     .venv/bin/python bench/bfcl.py --arms st_w8v --single 8 --multi 30
 
+Another model (a kate model name, `kate models install <name>` first): its runs and report go to
+bench/runs/models/<name>/ and bench/results/models/<name>/, the default model's stay where they are:
+
+    .venv/bin/python bench/bfcl.py --model qwen2.5-coder-1.5b-instruct-q4_k_m --arms direct,st --single 0 --multi 30
+
 Seeds for a width arm: --seeds 0,1,2 (each seed its own folder). Reports, re-scoring, old folders:
 
     .venv/bin/python bench/bfcl.py --report-only
@@ -30,7 +35,7 @@ from hydra import compose, initialize_config_dir  # noqa: E402
 from hydra.utils import instantiate  # noqa: E402
 
 import kate.configs  # noqa: E402,F401  (the typed job schemas)
-from bfcl_report import ARMS, RESULTS, RUNS, report  # noqa: E402
+from bfcl_report import ARMS, DEFAULT_MODEL_NOTE, RESULTS, RUNS, report  # noqa: E402
 from kate.bfcl.data import SINGLE_TURN, load_entries  # noqa: E402
 from kate.cli import CONF_DIR  # noqa: E402
 from kate.eval.arm import arm_config, build_policy, loop_settings  # noqa: E402
@@ -48,14 +53,29 @@ MULTI_ONLY = {"es", "sic", "tic"}  # ES / SIC / TIC were written for the multi-t
 # rule (kate.eval.revote: exactly what a live run would choose from the same request); their
 # multi-turn dialogues run live, since another choice changes every later step.
 REVOTED_FROM = {"st_w8v": "st_w8"}
+DEFAULT_MODEL = "qwen2.5-coder-0.5b-instruct-q4_k_m"  # conf/llm/llamacpp.yaml's
 
 
-def compose_arm(arm: str) -> dict:
-    """The arm's resolved config, as `kate eval arm=<arm>` composes it."""
+def places(model: str | None) -> tuple[Path, Path]:
+    """(run folders, results) of a model: the default model's bench/runs and bench/results; another
+    model's bench/runs/models/<name> and bench/results/models/<name>."""
+    if model in (None, DEFAULT_MODEL):
+        return RUNS, RESULTS
+    return RUNS / "models" / model, RESULTS / "models" / model
+
+
+def compose_arm(arm: str, model: str | None = None) -> dict:
+    """The arm's resolved config, as `kate eval arm=<arm>` composes it (``llm.model=<model>`` when given)."""
     if arm not in ARMS:
         raise SystemExit(f"unknown arm {arm!r}; arms: {', '.join(ARMS)}")
+    over = [f"llm.model={model}"] if model not in (None, DEFAULT_MODEL) else []
     with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
-        return plain(compose("eval", overrides=[f"arm={arm}", *LLM_OVERRIDES]))
+        return plain(compose("eval", overrides=[f"arm={arm}", *LLM_OVERRIDES, *over]))
+
+
+def report_of(model_name: str | None) -> dict:
+    runs, results = places(model_name)
+    return report(runs, results, model_note=DEFAULT_MODEL_NOTE if runs == RUNS else f"{model_name} (llama.cpp)")
 
 
 def entries_for(arm: str, single: int, multi: int):
@@ -64,35 +84,36 @@ def entries_for(arm: str, single: int, multi: int):
     return load_entries("multi_turn_base", "test", multi) + chosen
 
 
-def prepare(model, arm: str, single: int, multi: int, seed: int):
+def prepare(model, arm: str, single: int, multi: int, seed: int, model_name: str | None = None):
     """(task, policy, store, config) of one arm and seed; the store is first filled with the re-voted
     single-turn records of REVOTED_FROM's source, when it has them."""
-    c = compose_arm(arm)
+    c, runs = compose_arm(arm, model_name), places(model_name)[0]
     settings = loop_settings(c)
     policy = build_policy(model, c["sampling"], c["knowledge"], settings)
     task = BFCLTask(entries_for(arm, single, multi), "test")
     config = arm_config(c["llm"], c["sampling"], c["knowledge"], settings)
-    store = open_run(RUNS / arm / f"seed_{seed}", arm=arm, task=task, policy=policy, seed=seed, config=config)
+    store = open_run(runs / arm / f"seed_{seed}", arm=arm, task=task, policy=policy, seed=seed, config=config)
     if arm in REVOTED_FROM:
-        revote_into(store, REVOTED_FROM[arm], task.items(), seed, c["sampling"]["aggregate"])
+        revote_into(store, runs / REVOTED_FROM[arm] / f"seed_{seed}", task.items(), c["sampling"]["aggregate"])
     return task, policy, store
 
 
-def revote_into(store, source: str, entries, seed: int, rule: str) -> None:
-    folder = RUNS / source / f"seed_{seed}"
+def revote_into(store, folder: Path, entries, rule: str) -> None:
     if not folder.exists():
         return
     wanted, done = {e.id: e for e in entries if not e.is_multi_turn}, store.done_ids()
     added = 0
     for record in load_run(folder)[1]:
         if record["id"] in wanted and record["id"] not in done:
-            store.append({**revote_record(wanted[record["id"]], record, rule), "revoted_from": f"{source}/seed_{seed}"})
+            store.append({**revote_record(wanted[record["id"]], record, rule),
+                          "revoted_from": f"{folder.parent.name}/{folder.name}"})
             added += 1
     print(f"{store.folder.relative_to(ROOT)}: {added} single-turn records re-voted ({rule}) "
           f"from {folder.relative_to(ROOT)}")
 
 
-def run_interleaved(model, arms: list[str], single: int, multi: int, seed: int, multi_first: bool = False) -> None:
+def run_interleaved(model, arms: list[str], single: int, multi: int, seed: int, multi_first: bool = False,
+                    model_name: str | None = None) -> None:
     """Entry by entry across the arms (single-turn first, then multi-turn, or the other way round),
     so that wherever the run stops, every arm has the same entries done and the paired comparison
     covers all of them."""
@@ -100,7 +121,7 @@ def run_interleaved(model, arms: list[str], single: int, multi: int, seed: int, 
 
     prepared, order = [], {}
     for arm in arms:
-        task, policy, store = prepare(model, arm, single, multi, seed)
+        task, policy, store = prepare(model, arm, single, multi, seed, model_name)
         prepared.append((task, policy, store, {e.id for e in task.items()}, store.done_ids()))
         order.update({e.id: e for e in task.items()})
     entries = sorted(order.values(), key=lambda e: e.is_multi_turn != multi_first)  # stable within each kind
@@ -114,7 +135,7 @@ def run_interleaved(model, arms: list[str], single: int, multi: int, seed: int, 
                 done.add(entry.id)
                 bar.update(1)
         if n % 20 == 19:
-            report()
+            report_of(model_name)
     bar.close()
 
 
@@ -161,32 +182,35 @@ def main() -> None:
     parser.add_argument("--single", type=int, default=50, help="test-half entries per single-turn category")
     parser.add_argument("--multi", type=int, default=30, help="multi_turn_base test dialogues")
     parser.add_argument("--seeds", default="0")
+    parser.add_argument("--model", default=None, help=f"a kate model name (default {DEFAULT_MODEL}); another "
+                        "model's runs and report go under bench/runs/models/<name>, bench/results/models/<name>")
     parser.add_argument("--report-only", action="store_true")
     parser.add_argument("--interleave", action="store_true", help="entry by entry across the arms (seed: the first)")
     parser.add_argument("--multi-first", action="store_true", help="with --interleave: multi-turn dialogues first")
     parser.add_argument("--rescore", action="store_true", help="re-score stored records with the current checkers")
     parser.add_argument("--migrate", action="store_true", help="rewrite meta.json of folders made before the runner")
     args = parser.parse_args()
+    runs_dir, results_dir = places(args.model)
     if args.rescore:
-        for folder in sorted(RUNS.glob("*/seed_*")):
+        for folder in sorted(runs_dir.glob("*/seed_*")):
             print(folder.relative_to(ROOT), rescore_run(folder, task_for_records))
         args.report_only = True
     if not args.report_only:
-        model = instantiate(compose_arm("direct")["llm"])
+        model = instantiate(compose_arm("direct", args.model)["llm"])
         if args.migrate:
             migrate(model)
             return
         seeds = [int(s) for s in args.seeds.split(",")]
         if args.interleave:
-            run_interleaved(model, args.arms.split(","), args.single, args.multi, seeds[0], args.multi_first)
+            run_interleaved(model, args.arms.split(","), args.single, args.multi, seeds[0], args.multi_first, args.model)
         for arm in [] if args.interleave else args.arms.split(","):
-            width = compose_arm(arm)["sampling"]["_target_"].endswith("WidthSampler")
+            width = compose_arm(arm, args.model)["sampling"]["_target_"].endswith("WidthSampler")
             for seed in seeds if width else seeds[:1]:
-                task, policy, store = prepare(model, arm, args.single, args.multi, seed)
+                task, policy, store = prepare(model, arm, args.single, args.multi, seed, args.model)
                 run_task(task, policy, store, seed=seed, desc=f"{arm} seed {seed}")
-                report()
-    report()
-    print(json.dumps({"results": str(RESULTS.relative_to(ROOT))}))
+                report_of(args.model)
+    report_of(args.model)
+    print(json.dumps({"results": str(results_dir.relative_to(ROOT))}))
 
 
 if __name__ == "__main__":

@@ -58,7 +58,7 @@ SCHEMA_FIT_ARM = "st_w8"  # plain majority: the arm whose choices the schema-val
 SCHEMA_VALID_ARM = "st_w8v"  # its candidates carry the vote's own ``valid`` flags
 
 NOTES = [
-    "Default model (Qwen2.5-Coder-0.5B-Instruct Q4_K_M, llama.cpp) on BFCL's test halves (odd indices), first n "
+    "{model} on BFCL's test halves (odd indices), first n "
     "entries of each category in index order; official checkers; seed 0 shown, spread across seeds below and in "
     "bfcl_<arm>.json. Partial runs are reported as far as they went (see entries_done). Each cell is over that "
     "arm's own entries: where arms ran different numbers of a category, the n column says `per cell` and each "
@@ -69,6 +69,7 @@ NOTES = [
     "Regenerate (from the committed records, no model): `.venv/bin/python bench/bfcl_report.py`.",
 ]  # fmt: skip
 
+DEFAULT_MODEL_NOTE = "Default model (Qwen2.5-Coder-0.5B-Instruct Q4_K_M, llama.cpp)"
 ToolsAt = Callable[[str, int], list[dict[str, Any]]]
 """(entry id, turn index) -> the tool schemas offered at that turn."""
 
@@ -232,11 +233,14 @@ def schema_fit_markdown(fit: dict[str, Any], arm: str, check: dict[str, int] | N
     return lines
 
 
-def report(runs_dir: str | Path = RUNS, results_dir: str | Path = RESULTS, tools_at: ToolsAt | None = None) -> dict[str, Any]:
+def report(runs_dir: str | Path = RUNS, results_dir: str | Path = RESULTS, tools_at: ToolsAt | None = None,
+           model_note: str = DEFAULT_MODEL_NOTE) -> dict[str, Any]:
     """Write bfcl_<arm>.json, bfcl_report.md, bfcl_categories.png and bfcl_common.json under
     ``results_dir`` from the run folders under ``runs_dir``; returns what bfcl_common.json holds.
-    ``tools_at``: the tools at (entry id, turn) (default: BFCL's own multi_turn_base test entries)."""
+    ``tools_at``: the tools at (entry id, turn) (default: BFCL's own multi_turn_base test entries);
+    ``model_note``: which model the runs are of, for the report's first note."""
     runs_dir, results_dir = Path(runs_dir), Path(results_dir)
+    results_dir.mkdir(parents=True, exist_ok=True)
     loaded = load_arms(runs_dir)
     if not loaded:
         print("no runs yet")
@@ -254,7 +258,7 @@ def report(runs_dir: str | Path = RUNS, results_dir: str | Path = RESULTS, tools
             "per_category": summarize(per_seed[min(per_seed)]), "across_seeds": spreads[arm],
         })  # fmt: skip
         runs[arm] = per_seed[min(per_seed)]
-    text = comparison_report(runs, "BFCL-V3, kate arms", NOTES)
+    text = comparison_report(runs, "BFCL-V3, kate arms", [NOTES[0].format(model=model_note), *NOTES[1:]])
     if table := seed_table(spreads):
         text += "\n\nAcross seeds (entries every seed finished):\n\n" + table + "\n"
     common: dict[str, Any] = {"source": "bench/runs/<arm>/seed_<lowest>/records.jsonl",

@@ -86,3 +86,16 @@ def test_train_eval_refuses_an_unknown_part_before_any_model():
     module = _bench("bench_train_eval")
     with pytest.raises(SystemExit, match="unknown part 'bfcl_multi'"):
         module.run_arms(["trained_direct"], Path("none.gguf"), own_tools_max_steps=4, parts=("bfcl_multi",))
+
+
+def test_bfcl_bench_keeps_another_models_runs_apart():
+    bfcl = _bench("bfcl")
+    assert bfcl.places(None) == (bfcl.RUNS, bfcl.RESULTS)
+    assert bfcl.places(bfcl.DEFAULT_MODEL) == (bfcl.RUNS, bfcl.RESULTS)
+    runs, results = bfcl.places("qwen2.5-coder-1.5b-instruct-q4_k_m")
+    assert runs == bfcl.RUNS / "models" / "qwen2.5-coder-1.5b-instruct-q4_k_m"
+    assert results == bfcl.RESULTS / "models" / "qwen2.5-coder-1.5b-instruct-q4_k_m"
+    assert bfcl.compose_arm("st")["llm"]["model"] == bfcl.DEFAULT_MODEL
+    c = bfcl.compose_arm("st", "qwen2.5-coder-1.5b-instruct-q4_k_m")
+    assert c["llm"]["model"] == "qwen2.5-coder-1.5b-instruct-q4_k_m" and c["llm"]["max_parallel"] == 8
+    assert c["knowledge"] == bfcl.compose_arm("st")["knowledge"]  # the arm is the same, only the model differs
