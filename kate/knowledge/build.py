@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from kate.bfcl.data import CATEGORIES
+from kate.knowledge.attempts import failed_attempts, read_attempts, records_file
 from kate.knowledge.clustering import ClusterConfig
 from kate.knowledge.embedder import Embedder
 from kate.knowledge.entries import LLM_TYPES, KnowledgeEntry, check_types
@@ -46,6 +47,9 @@ class BuildSpec:
     index: Mapping[str, Any] = field(default_factory=lambda: {"kind": "flat"})
     result_chars: int = 300
     es: Mapping[str, Any] = field(default_factory=dict)
+    # a run folder of the policy model on these same (training) dialogues: the ES of the turns it got
+    # wrong are written from its attempt (kate/knowledge/attempts.py); null: from the ground truth alone
+    es_attempts: str | None = None
     intents: Mapping[str, Any] = field(default_factory=dict)
     cache_dir: str = "knowledge_bases/llm_cache"
     limit: int | None = None  # per category (tests, smoke runs)
@@ -59,6 +63,8 @@ class BuildSpec:
         self.categories, self.llm_categories = list(self.categories), list(self.llm_categories)
         self.index, self.es, self.intents = dict(self.index), dict(self.es), dict(self.intents)
         IndexSpec(**self.index)  # fail at start on a typo, not after the LLM ran
+        if self.es_attempts is not None:
+            read_attempts(self.es_attempts)  # a missing or unreadable records file fails here, named
 
     @property
     def path(self) -> Path:
@@ -134,7 +140,15 @@ def build_knowledge_base(spec: BuildSpec, *, writer: ChatModel | None = None, em
         cache = LLMCache(cache_path(spec.cache_dir, writer.name))
         log(f"[kb] writer {writer.name}: {len(llm_sources)} trajectories, cache {cache.path} ({len(cache)} answers)")
         if "ES" in llm_types:
-            es = es_entries(llm_sources, writer, cache, ESConfig(**spec.es), progress=_log_progress(log, "ES"))
+            attempts = None
+            if spec.es_attempts is not None:
+                attempts = failed_attempts(llm_sources, read_attempts(spec.es_attempts))
+                file = records_file(spec.es_attempts)
+                sources["es_attempts"] = {"path": str(spec.es_attempts), "sha256": sha256_of(file),
+                                          "failed_turns": len(attempts)}
+                log(f"[kb] ES: {len(attempts)} failed turns written from the model's attempts ({file})")
+            es = es_entries(llm_sources, writer, cache, ESConfig(**spec.es), attempts=attempts,
+                            progress=_log_progress(log, "ES"))
             entries += es
             log(f"[kb] ES: {len(es)} entries")
         intent_types = [t for t in llm_types if t in ("SIC", "TIC")]
