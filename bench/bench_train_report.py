@@ -25,6 +25,9 @@ BFCL_FOLDERS = {"untrained_direct": ROOT / "bench/runs/direct/seed_0", "untraine
                 "trained_kate_grpo_answers": RUNS / "trained_kate_grpo_answers/bfcl/seed_0"}
 ARMS = tuple(BFCL_FOLDERS)
 MULTI_TURN = "multi_turn_base"
+# an arm holding fewer entries of a category than this (a run stopped early) does not shrink the others'
+# common set: its cell is over its own entries, marked so (the slice has 8 of every single-turn category)
+MIN_COMMON = 8
 # the first SFT adapter (targets in the template's <tool_call> form, bench/runs/train/sft_template/): its
 # own-tools records, made when it lay in bench/runs/train/sft/, are kept beside the current ones
 STAGES = ("sft_template", "sft", "grpo", "sft_answers", "grpo_answers")
@@ -51,19 +54,22 @@ def _rate(k: int, n: int) -> dict[str, Any]:
 
 def bfcl_table(records: Mapping[str, Sequence[Mapping[str, Any]]]) -> dict[str, Any]:
     """Per category, over the entries every arm that ran the category finished (an arm with none of
-    it gets no cell): pass rate; multi-turn: also the share of turns passed before the first failure,
-    pooled over the dialogues."""
+    it gets no cell; one with fewer than MIN_COMMON, where others have more, a cell over its own
+    entries, ``own: true``): pass rate; multi-turn: also the share of turns passed before the first
+    failure, pooled over the dialogues."""
     by_arm = {arm: {r["id"]: r for r in rows} for arm, rows in records.items()}
     categories = sorted({r["category"] for rows in by_arm.values() for r in rows.values()})
     out: dict[str, Any] = {}
     for category in categories:
         held = {arm: {i for i, r in rows.items() if r["category"] == category} for arm, rows in by_arm.items()}
         held = {arm: ids for arm, ids in held.items() if ids}
-        ids = sorted(set.intersection(*held.values()))
+        floor = min(MIN_COMMON, max(len(ids) for ids in held.values()))
+        ids = sorted(set.intersection(*(ids for ids in held.values() if len(ids) >= floor)))
         row: dict[str, Any] = {}
-        for arm in held:
-            picked = [by_arm[arm][i] for i in ids]
-            cell = _rate(sum(bool(r.get("valid")) for r in picked), len(picked))
+        for arm, mine in held.items():
+            own = len(mine) < floor
+            picked = [by_arm[arm][i] for i in (sorted(mine) if own else ids)]
+            cell = {**_rate(sum(bool(r.get("valid")) for r in picked), len(picked)), **({"own": True} if own else {})}
             if category.startswith("multi_turn"):
                 passed = sum(int(r.get("turns_passed", 0)) for r in picked)
                 total = sum(int(r.get("turns_total", 0)) for r in picked)
@@ -166,6 +172,8 @@ def markdown(result: Mapping[str, Any]) -> str:
             if c and "turns_passed" in c:
                 t = c["turns_passed"]
                 text += f"; turns {t['pct']} ({t['k']}/{t['n']})"
+            if c and c.get("own"):
+                text += " (its own entries: a partial run)"
             cells.append(text)
         lines.append(f"| {category} | " + " | ".join(cells) + " |")
     pairs = result.get("multi_turn_pairs", {})

@@ -38,11 +38,24 @@ def test_a_category_is_compared_over_the_arms_that_ran_it(report):
     records = {"untrained_direct": [single(1, False), single(3, True), single(5, False), dialogue(1, 1)],
                "trained_direct": [single(1, True), single(3, True)]}  # no multi-turn yet, parallel_5 not reached
     table = report.bfcl_table(records)
-    assert table["parallel"]["untrained_direct"]["k"] == 1 and table["parallel"]["untrained_direct"]["n"] == 2
-    assert table["parallel"]["trained_direct"]["k"] == 2
+    assert table["parallel"]["untrained_direct"]["k"] == 1 and table["parallel"]["untrained_direct"]["n"] == 3
+    assert table["parallel"]["trained_direct"] == {"k": 2, "n": 2, "pct": 100.0, "interval": [34.2, 100.0], "own": True}
+    eight = {"untrained_direct": [single(i, i < 4) for i in range(20)], "trained_direct": [single(i, True) for i in range(8)]}
+    cells = report.bfcl_table(eight)["parallel"]  # the slice: 8 of the untrained arm's 20, both over the same 8
+    assert cells["untrained_direct"]["n"] == cells["trained_direct"]["n"] == 8 and cells["untrained_direct"]["k"] == 4
     assert set(table["multi_turn_base"]) == {"untrained_direct"}
     assert table["multi_turn_base"]["untrained_direct"]["turns_passed"] == {"k": 1, "n": 4, "pct": 25.0,
                                                                             "interval": [4.6, 69.9]}
+
+
+def test_a_stopped_run_does_not_shrink_the_others_common_set(report):
+    full = [dialogue(i, i % 2) for i in range(10)]
+    records = {"untrained_direct": full, "trained_direct": [dialogue(i, 1) for i in range(9)],
+               "stopped": [dialogue(0, 4)]}
+    table = report.bfcl_table(records)["multi_turn_base"]
+    assert table["untrained_direct"]["n"] == table["trained_direct"]["n"] == 9
+    assert table["stopped"]["n"] == 1 and table["stopped"]["own"] is True
+    assert "own" not in table["trained_direct"]
 
 
 def test_multi_turn_pairs_are_dialogue_by_dialogue(report):
