@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from kate.eval.report import paired_difference, plot_categories, wilson
+from kate.eval.report import paired_turns, plot_categories, wilson
 from kate.eval.run_store import load_run
 from kate.io import atomic_write_json, atomic_write_text
 from kate.tasks.own_tools import summarize as own_tools_summary
@@ -90,7 +90,7 @@ def multi_turn_pairs(records: Mapping[str, Sequence[Mapping[str, Any]]], base: s
         common = sorted(set(mine) & set(ref))
         if arm == base or not common:
             continue
-        turns = paired_difference([ref[i] for i in common], [mine[i] for i in common])["turns"].get(MULTI_TURN)
+        turns = paired_turns([(ref[i], mine[i]) for i in common]).get(MULTI_TURN)
         if turns:
             out[arm] = turns
     return out
