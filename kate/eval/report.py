@@ -284,7 +284,7 @@ def plot_categories(runs: dict[str, dict[str, dict[str, Any]]], path: str | Path
     ax.set_xticks(range(len(categories)), categories, rotation=30, ha="right")
     ax.set_ylabel("accuracy (%) with 95% CI")
     ax.set_ylim(0, 100)
-    ax.legend()
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))  # beside the bars, never over them
     fig.tight_layout()
     saved = _save(fig, path)
     plt.close(fig)
