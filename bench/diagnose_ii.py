@@ -15,12 +15,17 @@ Settings (chosen before any result; the cheap rungs first, so a partial run is a
   this folder's replay and near-miss records (no model);
 - first_token: the hf client's first-token mass of the call openings on 200 replay + 200 near-miss
   prompts;
-- trajectory: the same probe set over the SFT run's checkpoints (bench/runs/train/sft/checkpoint-*;
-  made by bench/train_cpu.py, not committed: on another machine that command makes them again; skipped,
-  saying so, where they are not on disk, so it comes last);
+- trajectory: the same probe set over the SFT run's checkpoints (bench/runs/train/sft_checkpoints/checkpoint-*;
+  made by `bench/train_cpu.py --stages data,sft_checkpoints`, a save every 5 steps of which the trainer keeps
+  the last 3 (save_total_limit=3): steps 20, 25, 30), with the first_token rung's untrained model as step 0;
+  the checkpoints are not committed: on another machine that command makes them again; skipped, saying so,
+  where they are not on disk, so it comes last;
 - toolsense: a catalogue of BFCL's functions, 100 queries per ambiguity tier, 300 MCQ, 300 QA, with
-  the embedding baseline; the 0.5B model writes and judges its own probes (toolsense.writer for a
-  stronger one).
+  the embedding baseline; the 0.5B model writes and judges its own queries (toolsense.writer for a
+  stronger one), 4 requests at a time (toolsense.workers). MCQ probes are kept without the judge pass
+  (toolsense.judge_mcq=false): in a smoke run (2 per tier, 2 MCQ, 2 QA) the 0.5B judge named several
+  letters on all 315 MCQs it was shown ("A, B, C" 151 times, "A, C" 114), so it kept none in two hours;
+  and a judge that is the scored model would keep only the MCQs it answers right.
 Diagnostics I's rungs (issue 13: bench/diagnose_i.py) are skipped here.
 """
 
@@ -37,13 +42,13 @@ from kate_job import run_kate, stop_on_sigterm  # noqa: E402  (bench/kate_job.py
 
 OUT = ROOT / "bench" / "results" / "diagnose" / "ladder"
 RUNGS = ["replay", "near_miss", "keyword", "first_token", "toolsense", "trajectory"]
-CHECKPOINTS = ROOT / "bench" / "runs" / "train" / "sft"
+CHECKPOINTS = ROOT / "bench" / "runs" / "train" / "sft_checkpoints"
 SKIP = ["necessity", "breakdown", "probes", "pcall", "plan", "gate"]  # Diagnostics I's
 SETTINGS = ["set=bfcl", "bfcl.split=test", "seed=0",
             f"keyword.run={ROOT / 'bench' / 'runs' / 'direct' / 'seed_0'}", "replay.split=test", "replay.limit=null",
             "near_miss.split=test", "near_miss.limit=null", "first_token.limit=200",
             f"trajectory.folder={CHECKPOINTS}", "toolsense.queries_per_tier=100",
-            "toolsense.mcq=300", "toolsense.qa=300"]  # fmt: skip
+            "toolsense.mcq=300", "toolsense.qa=300", "toolsense.judge_mcq=false", "toolsense.workers=4"]  # fmt: skip
 
 
 def main() -> None:
@@ -55,8 +60,8 @@ def main() -> None:
         raise SystemExit(f"unknown rung {args.only!r}; rungs: {', '.join(RUNGS)}")
     skip = list(SKIP)
     if not any(CHECKPOINTS.glob("checkpoint-*")):
-        print(f"trajectory: no {CHECKPOINTS}/checkpoint-* on this machine (bench/train_cpu.py --stages sft "
-              "makes them; they are not committed); skipped")
+        print(f"trajectory: no {CHECKPOINTS}/checkpoint-* on this machine (bench/train_cpu.py --stages "
+              "data,sft_checkpoints makes them; they are not committed); skipped")
         skip.append("trajectory")
     for rung in [args.only] if args.only else [*RUNGS, "all"]:
         if rung in skip:

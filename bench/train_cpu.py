@@ -3,7 +3,7 @@ halves, evaluated on a fixed test-half slice in four arms. Every stage is resuma
 command (in a later session too) and it continues where it stopped; finished stages are skipped.
 
     .venv/bin/python bench/train_cpu.py                 # every stage in order
-    .venv/bin/python bench/train_cpu.py --stages eval   # only some: data,sft,grpo,eval,report,sft_answers,grpo_answers
+    .venv/bin/python bench/train_cpu.py --stages eval   # only some: data,sft,grpo,eval,report,sft_answers,grpo_answers,sft_checkpoints
     .venv/bin/python bench/train_cpu.py --stages eval --arms trained_direct --adapter sft_answers
     .venv/bin/python bench/train_cpu.py --stages eval --arms trained_direct --adapter grpo_answers --parts own_tools
     .venv/bin/python bench/train_cpu.py --stages report # the report from the committed records
@@ -19,6 +19,9 @@ Stages:
 - sft_answers (only when named): the SFT with answer steps weighed up (SFT_ANSWERS) ->
   bench/runs/train/sft_answers/, compared on the own-tools test half (bench/own_tools.py's arms
   sft_answers_direct, sft_answers_answer).
+- sft_checkpoints (only when named): the pipeline's SFT again with a save every SFT_CHECKPOINT_EVERY
+  steps -> bench/runs/train/sft_checkpoints/checkpoint-*/ (not committed), the folder whose first-token
+  trajectory bench/diagnose_ii.py plots (the sft run saves twice, too few points for a curve).
 - grpo_answers (only when named): GRPO with the same settings from the sft_answers adapter ->
   bench/runs/train/grpo_answers/ (the pipeline's grpo starts from the JSON SFT, which never answers).
 - eval: the slice of bench/bfcl.py (the first 8 test-half entries of every single-turn category and
@@ -70,6 +73,7 @@ GRPO = [f"max_prompt_tokens={MAX_LENGTH}", "max_steps=30", "save_steps=10", "num
         "per_device_train_batch_size=1", "gradient_accumulation_steps=4", "max_completion_length=96",
         "learning_rate=2e-5", "threads=2", "lora.r=8", "lora.alpha=16", "probe.held_out=8", "probe.replay=4",
         "probe.near_miss=4", "probe.max_tokens=64"]
+SFT_CHECKPOINT_EVERY = 5  # 6 checkpoints over the 30 steps: the trajectory's points
 OWN_TOOLS_MAX_STEPS = 4  # as bench/results/own_tools_baseline.json: an untrained turn never stops calling
 
 
@@ -91,6 +95,13 @@ def _done(folder: Path) -> bool:
 def stage_sft() -> None:
     if not _done(RUNS / "sft"):
         kate("train", "sft", f"data_dir={DATA}", f"output_dir={RUNS / 'sft'}", *SFT)
+
+
+def stage_sft_checkpoints() -> None:
+    folder = RUNS / "sft_checkpoints"
+    if not _done(folder):
+        kate("train", "sft", f"data_dir={DATA}", f"output_dir={folder}",
+             *[a for a in SFT if not a.startswith("save_steps=")], f"save_steps={SFT_CHECKPOINT_EVERY}")
 
 
 def stage_sft_answers() -> None:
@@ -146,6 +157,8 @@ def main() -> None:
             stage_data()
         elif stage == "sft":
             stage_sft()
+        elif stage == "sft_checkpoints":
+            stage_sft_checkpoints()
         elif stage == "sft_answers":
             stage_sft_answers()
         elif stage == "grpo":

@@ -131,3 +131,10 @@ def test_trajectory_over_two_saved_checkpoints(small_hf, tmp_path):
 
     again = checkpoint_trajectory(folder, PROBES, out_dir=tmp_path / "out", load=no_reload, progress=False)
     assert [r["prompts"] for r in again] == [r["prompts"] for r in rows]
+    with_base = checkpoint_trajectory(folder, PROBES, out_dir=tmp_path / "out", load=no_reload, base=direct,
+                                      base_name="untrained", progress=False)  # fmt: skip
+    assert [(r["checkpoint"], r["step"]) for r in with_base] == [("untrained", 0), ("checkpoint-1", 1),
+                                                                 ("checkpoint-2", 2)]  # fmt: skip
+    assert with_base[0]["summary"] == probe_summary(direct)
+    with pytest.raises(ValueError, match="probe set"):
+        checkpoint_trajectory(folder, PROBES, out_dir=tmp_path / "out", load=no_reload, base=direct[:1])

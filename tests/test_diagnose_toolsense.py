@@ -143,6 +143,27 @@ def test_generation_keeps_checked_probes_and_a_rebuild_re_asks_nothing(tmp_path)
     assert again == sets and silent.requests == [] and asked == 6 * 2 + 3 * 2 + 4
 
 
+def flaky_writer(messages, tools, n):
+    """``scripted_writer``, except that the get_ and send_ tools never get a valid answer."""
+    text = messages[-1]["content"]
+    if "`" in text and text.split("`")[1].startswith(("get_", "send_")):
+        return ["not json"] * n
+    return scripted_writer(messages, tools, n)
+
+
+@pytest.mark.parametrize("workers", [1, 3])
+def test_workers_write_at_once_and_keep_exact_counts_and_balanced_qa(tmp_path, workers):
+    index = ToolIndex(catalogue(), WordEmbedder())
+    writer = FakeChatModel([flaky_writer], name="flaky", repeat_last=True)
+    author = ProbeWriter(writer, LLMCache(tmp_path / "cache.jsonl"), attempts=1)
+    sets = generate(index, author, queries_per_tier=2, mcq=3, qa=5, seed=1, workers=workers)
+    assert sorted(q.tier for q in sets["queries"]) == [1, 1, 2, 2, 3, 3]
+    assert not any(q.seed_tool.startswith(("get_", "send_")) for q in sets["queries"])
+    assert len(sets["mcq"]) == 3 and [q.answer for q in sets["qa"]].count("Yes") == 3 and len(sets["qa"]) == 5
+    assert sum(author.stats["query_t1"].values()) + sum(author.stats["mcq"].values()) > 0
+    assert len(LLMCache(tmp_path / "cache.jsonl")) == len(writer.requests)  # every answer written, none torn
+
+
 def test_the_mcq_judge_drops_a_question_whose_wrong_options_are_right(tmp_path):
     tool = catalogue(1)[0]
     mcq = json.dumps({"correct": "It gets records.", "wrong": ["It fetches records.", "It bakes.", "It sings."]})

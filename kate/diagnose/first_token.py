@@ -179,18 +179,25 @@ def _load_hf(path: Path, device: str, dtype: str) -> Any:
 def checkpoint_trajectory(folder: str | Path, probe_set: Sequence[ProbePrompt] | str | Path, *,
                           out_dir: str | Path | None = None, openings: Sequence[str] = DEFAULT_OPENINGS,
                           device: str = "auto", dtype: str = "float32", batch_size: int = 4,
-                          load: Callable[[Path], Any] | None = None,
-                          progress: bool = True) -> list[dict[str, Any]]:  # fmt: skip
+                          load: Callable[[Path], Any] | None = None, base: Sequence[Mapping[str, Any]] | None = None,
+                          base_name: str = "base model", progress: bool = True) -> list[dict[str, Any]]:  # fmt: skip
     """The first-token probe on every checkpoint of ``folder`` (``checkpoint_folders``), one JSONL
     row per checkpoint in ``out_dir`` (default: ``folder``) and a PNG of P(opening) on a log scale.
 
     Resumable: a checkpoint already in the JSONL for the same probe set and openings is not probed
-    again. ``load(path)`` gives the client (default: the ``hf`` client on ``device`` / ``dtype``)."""
+    again. ``load(path)`` gives the client (default: the ``hf`` client on ``device`` / ``dtype``).
+    ``base``: the untrained model's probe rows on the same prompts (``first_token_probe``), kept as
+    the trajectory's step 0 (a trainer keeps only its last few checkpoints)."""
     prompts = load_probe_set(probe_set) if isinstance(probe_set, (str, Path)) else list(probe_set)
     out_dir = Path(out_dir) if out_dir is not None else Path(folder)
     jsonl = out_dir / TRAJECTORY_FILE
     key = {"probe_sha256": probe_set_sha256(prompts), "openings": list(openings)}
     kept = [r for r in (read_jsonl(jsonl) if jsonl.exists() else []) if all(r.get(k) == v for k, v in key.items())]
+    if base is not None:
+        if [r["id"] for r in base] != [p.id for p in prompts]:
+            raise ValueError(f"the base model's probe rows are not of the probe set {key['probe_sha256'][:12]}")
+        kept = [r for r in kept if r["path"] != "base"] + [{**key, "checkpoint": base_name, "path": "base", "step": 0,
+                                                           "summary": probe_summary(base), "prompts": list(base)}]
     done = {r["path"] for r in kept}
     load = load or (lambda path: _load_hf(path, device, dtype))
     for step, path in checkpoint_folders(folder):
@@ -203,10 +210,16 @@ def checkpoint_trajectory(folder: str | Path, probe_set: Sequence[ProbePrompt] |
         gc.collect()
         kept.append({**key, "checkpoint": path.name, "path": str(path), "step": step, "opening_ids": ids,
                      "summary": probe_summary(rows), "prompts": rows})  # fmt: skip
-        kept.sort(key=lambda r: (r["step"] is None, r["step"] or 0, r["checkpoint"]))
+        _sort(kept)
         atomic_write_text(jsonl, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in kept))
+    _sort(kept)
+    atomic_write_text(jsonl, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in kept))
     plot_trajectory(kept, out_dir / PLOT_FILE)
     return kept
+
+
+def _sort(rows: list[dict[str, Any]]) -> None:
+    rows.sort(key=lambda r: (r["step"] is None, r["step"] or 0, r["path"] != "base", r["checkpoint"]))
 
 
 def plot_trajectory(rows: Sequence[Mapping[str, Any]], path: str | Path) -> Path:

@@ -5,6 +5,7 @@ Each writes its folder under the job's ``out_dir`` (see ``kate.diagnose_cmd``)."
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -104,10 +105,23 @@ class LadderJobs:
         if not t["folder"]:
             return _skip("trajectory", "the checkpoint trajectory needs trajectory.folder=<a folder of checkpoints>")
         probe_set = t["probe_set"] or self.probe_set_path()
-        rows = checkpoint_trajectory(t["folder"], probe_set, out_dir=self.out / "trajectory",
-                                     openings=self.c["first_token"]["openings"], device=t["device"], dtype=t["dtype"],
-                                     batch_size=t["batch_size"], progress=self.c["progress"])  # fmt: skip
+        openings = self.c["first_token"]["openings"]
+        rows = checkpoint_trajectory(t["folder"], probe_set, out_dir=self.out / "trajectory", openings=openings,
+                                     device=t["device"], dtype=t["dtype"], batch_size=t["batch_size"],
+                                     progress=self.c["progress"], **self._base_point(probe_set, openings))  # fmt: skip
         return [{k: r[k] for k in ("checkpoint", "step", "summary")} for r in rows]
+
+    def _base_point(self, probe_set: str | Path, openings: Sequence[str]) -> dict[str, Any]:
+        """The first_token rung's rows as the trajectory's step 0, when that rung probed the same prompts
+        with the same openings (the untrained model the checkpoints start from)."""
+        path = self.out / "first_token" / "results.json"
+        if not path.exists():
+            return {}
+        result = json.loads(path.read_text())
+        if result.get("openings") != list(openings) or [r["id"] for r in result["rows"]] != [
+                p.id for p in load_probe_set(probe_set)]:  # fmt: skip
+            return {}
+        return {"base": result["rows"], "base_name": f"{result['model']['name']} (untrained)"}
 
     def keyword(self) -> dict[str, Any]:
         """Strict vs keyword credit: on the replay records (``keyword.compare``), the near-miss records
@@ -136,7 +150,7 @@ class LadderJobs:
         judge = instantiate(t["judge"]) if t["judge"] else writer
         hf = self.hf() if self.has_hf() else None
         return run_toolsense(t, writer=writer, judge=judge, embedder=instantiate(t["embedder"]), hf=hf,
-                             run=self.run, out=self.out, seed=self.c["seed"])  # fmt: skip
+                             run=self.run, out=self.out, seed=self.c["seed"], progress=self.c["progress"])  # fmt: skip
 
 
 def _skip(name: str, why: str) -> None:

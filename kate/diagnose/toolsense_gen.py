@@ -24,9 +24,13 @@ import hashlib
 import json
 import random
 import re
-from collections.abc import Mapping, Sequence
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from typing import Any
+
+from tqdm import tqdm
 
 from kate.diagnose.toolsense import ToolIndex, Tool
 from kate.diagnose.toolsense_checks import TIERS, Tier, check_mcq, check_qa, check_query, is_yes
@@ -138,10 +142,12 @@ class ProbeWriter:
     def __post_init__(self) -> None:
         self.judge = self.judge or self.writer
         self.stats: dict[str, dict[str, int]] = {}
+        self._lock = threading.Lock()  # generate(workers=...) writes from several threads
 
     def _count(self, kind: str, reason: str) -> None:
-        row = self.stats.setdefault(kind, {})
-        row[reason] = row.get(reason, 0) + 1
+        with self._lock:
+            row = self.stats.setdefault(kind, {})
+            row[reason] = row.get(reason, 0) + 1
 
     def _ask(self, kind: str, messages: list[Message], check: Any) -> dict[str, Any] | None:
         for attempt in range(self.attempts):
@@ -192,33 +198,60 @@ class ProbeWriter:
         return QAProbe(_id("qa", tool.text, answer), tool.name, answer["question"], wanted, self.writer.name)
 
 
+def _waves(seeds: Sequence[int], workers: int) -> Iterator[tuple[int, Sequence[int]]]:
+    for start in range(0, len(seeds), workers):
+        yield start, seeds[start : start + workers]
+
+
 def generate(index: ToolIndex, writer: ProbeWriter, *, queries_per_tier: int, mcq: int, qa: int,
-             seed: int = 0, max_seeds: int | None = None) -> dict[str, list[Any]]:  # fmt: skip
+             seed: int = 0, max_seeds: int | None = None, workers: int = 1,
+             progress: bool = False) -> dict[str, list[Any]]:  # fmt: skip
     """Queries (``queries_per_tier`` of each tier), ``mcq`` MCQ and ``qa`` QA probes, from seed tools
-    drawn in a seeded order (one per name); a seed that yields nothing is passed over."""
+    drawn in a seeded order (one per name); a seed that yields nothing is passed over.
+
+    ``workers`` seeds are written at once (threads; a llama.cpp client decodes them in one batch),
+    in waves: each seed of a wave gets its tier (or Yes / No) from the counts at the wave's start, and
+    the wave's probes are kept in seed order while their tier (answer) still wants one, so the counts
+    come out exact and QA balanced (Yes ceil(qa / 2), No floor(qa / 2)); workers=1 is one by one."""
     order = list(range(len(index.tools)))
     random.Random(seed).shuffle(order)
     seen: set[str] = set()
     seeds = [r for r in order if not (index.tools[r].name in seen or seen.add(index.tools[r].name))]
     seeds = seeds[:max_seeds] if max_seeds else seeds
     out: dict[str, list[Any]] = {"queries": [], "mcq": [], "qa": []}
-    want = {level: queries_per_tier for level in TIERS}
-    for i, row in enumerate(seeds):
-        open_tiers = [level for level in TIERS if want[level] > 0]
-        if not open_tiers:
-            break
-        probe = writer.query(index, row, TIERS[open_tiers[i % len(open_tiers)]])
-        if probe is not None:
-            out["queries"].append(probe)
-            want[probe.tier] -= 1
-    for row in seeds:
-        if len(out["mcq"]) >= mcq:
-            break
-        found = writer.mcq(index.tools[row])
-        out["mcq"] += [found] if found else []
-    for row in seeds:
-        if len(out["qa"]) >= qa:
-            break
-        found = writer.qa(index.tools[row], "Yes" if len(out["qa"]) % 2 == 0 else "No")
-        out["qa"] += [found] if found else []
+    bar = tqdm(total=queries_per_tier * len(TIERS) + mcq + qa, desc="toolsense probes", unit="probe",
+               disable=not progress)  # fmt: skip
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        want = {level: queries_per_tier for level in TIERS}
+        for start, wave in _waves(seeds, max(1, workers)):
+            open_tiers = [level for level in TIERS if want[level] > 0]
+            if not open_tiers:
+                break
+            tiers = [TIERS[open_tiers[(start + j) % len(open_tiers)]] for j in range(len(wave))]
+            for probe in pool.map(lambda a: writer.query(index, *a), zip(wave, tiers)):
+                if probe is not None and want[probe.tier] > 0:
+                    out["queries"].append(probe)
+                    want[probe.tier] -= 1
+                    bar.update()
+        for _, wave in _waves(seeds, max(1, workers)):
+            if len(out["mcq"]) >= mcq:
+                break
+            for found in pool.map(lambda row: writer.mcq(index.tools[row]), wave):
+                if found is not None and len(out["mcq"]) < mcq:
+                    out["mcq"].append(found)
+                    bar.update()
+        need = {"Yes": (qa + 1) // 2, "No": qa // 2}
+        for _, wave in _waves(seeds, max(1, workers)):
+            if len(out["qa"]) >= qa:
+                break
+            wanted, left = [], dict(need)
+            for _ in wave:  # the answer that still wants the most, Yes on a tie
+                wanted.append("Yes" if left["Yes"] >= left["No"] else "No")
+                left[wanted[-1]] -= 1
+            for found in pool.map(lambda a: writer.qa(index.tools[a[0]], a[1]), zip(wave, wanted)):
+                if found is not None and need[found.answer] > 0:
+                    out["qa"].append(found)
+                    need[found.answer] -= 1
+                    bar.update()
+    bar.close()
     return out

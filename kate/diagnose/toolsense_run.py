@@ -75,7 +75,7 @@ def embedding_rows(index: ToolIndex, queries: Sequence[Any], ks: Sequence[int] =
 
 
 def run_toolsense(c: Mapping[str, Any], *, writer: Any, judge: Any, embedder: Any, hf: Any, run: Runner,
-                  out: str | Path, seed: int = 0) -> dict[str, Any]:  # fmt: skip
+                  out: str | Path, seed: int = 0, progress: bool = False) -> dict[str, Any]:  # fmt: skip
     """Build (or read back from the cache) the probe sets and score the acting model on them
     (``run(folder, task, config)`` runs a task through kate's runner); the summary is returned and
     written to ``<out>/toolsense/summary.json``."""
@@ -87,7 +87,7 @@ def run_toolsense(c: Mapping[str, Any], *, writer: Any, judge: Any, embedder: An
     author = ProbeWriter(writer, cache, judge, attempts=c["attempts"], temperature=c["temperature"],
                          max_tokens=c["max_tokens"], seed=seed, judge_mcq=c["judge_mcq"])  # fmt: skip
     sets = generate(index, author, queries_per_tier=c["queries_per_tier"], mcq=c["mcq"], qa=c["qa"], seed=seed,
-                    max_seeds=c["max_seeds"])  # fmt: skip
+                    max_seeds=c["max_seeds"], workers=c["workers"], progress=progress)  # fmt: skip
     for name, rows in sets.items():
         _write(folder / f"{name}.jsonl", rows)
     queries, ks = sets["queries"], tuple(c["ks"])
@@ -107,7 +107,8 @@ def run_toolsense(c: Mapping[str, Any], *, writer: Any, judge: Any, embedder: An
     summary = {
         "catalogue": {"source": c["catalogue"], "n": len(tools), "names": len({t.name for t in tools}),
                       "sha256": config["catalogue_sha256"]},
-        "generation": {"writer": config["writer"], "judge": config["judge"], "stats": author.stats,
+        "generation": {"writer": config["writer"], "judge": config["judge"], "workers": c["workers"],
+                       "judge_mcq": c["judge_mcq"], "stats": author.stats,
                        "asked": cache.asked, "cached": cache.hits,
                        "queries": {f"tier{t}": sum(q.tier == t for q in queries) for t in TIERS},
                        "mcq": len(sets["mcq"]), "qa": len(sets["qa"]),

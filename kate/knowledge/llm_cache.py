@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import threading
 import warnings
 from datetime import datetime, timezone
 from pathlib import Path
@@ -28,13 +29,15 @@ def request_key(model_name: str, messages: list[Message], *, temperature: float,
 
 
 class LLMCache:
-    """``key -> answer text``, persisted in ``path`` (JSONL). ``asked`` counts real model calls."""
+    """``key -> answer text``, persisted in ``path`` (JSONL). ``asked`` counts real model calls.
+    Safe to share between threads (answers and counters are updated under a lock)."""
 
     def __init__(self, path: str | os.PathLike[str] | None) -> None:
         self.path = Path(path) if path is not None else None
         self._answers: dict[str, str] = {}
         self.asked = 0
         self.hits = 0
+        self._lock = threading.Lock()
         if self.path is not None and self.path.exists():
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # a line cut short by a kill is expected here
@@ -48,6 +51,10 @@ class LLMCache:
         return self._answers.get(key)
 
     def put(self, key: str, text: str, **meta: Any) -> None:
+        with self._lock:
+            self._put(key, text, meta)
+
+    def _put(self, key: str, text: str, meta: dict[str, Any]) -> None:
         self._answers[key] = text
         if self.path is not None:
             record = {"key": key, "text": text, "time": datetime.now(timezone.utc).isoformat(timespec="seconds"), **meta}
@@ -60,11 +67,13 @@ class LLMCache:
         """The model's answer text to ``messages`` (no tools), from the cache when it has it."""
         key = request_key(model.name, messages, temperature=temperature, max_tokens=max_tokens, seed=seed,
                           purpose=purpose)
-        cached = self.get(key)
-        if cached is not None:
-            self.hits += 1
-            return cached
+        with self._lock:
+            cached = self.get(key)
+            if cached is not None:
+                self.hits += 1
+                return cached
         [completion] = model.chat(messages, None, n=1, temperature=temperature, max_tokens=max_tokens, seed=seed)
-        self.asked += 1
-        self.put(key, completion.text, model=model.name, purpose=purpose)
+        with self._lock:
+            self.asked += 1
+            self._put(key, completion.text, {"model": model.name, "purpose": purpose})
         return completion.text
