@@ -14,7 +14,7 @@ import pytest
 
 from kate.diagnose.toolsense import (POOL_SIZE, Tool, ToolIndex, bfcl_catalogue, catalogue_from_tools, load_catalogue,
                                      save_catalogue)  # fmt: skip
-from kate.diagnose.toolsense_checks import TIERS, check_mcq, check_qa, check_query
+from kate.diagnose.toolsense_checks import TIERS, check_mcq, check_qa, check_query, names_tool
 from kate.diagnose.toolsense_gen import ProbeWriter, generate
 from kate.diagnose.toolsense_score import (constrained_ranking, ndcg_at_k, parse_tool_names, recall_at_k,
                                            selection_messages, selection_table)  # fmt: skip
@@ -91,6 +91,10 @@ def test_the_tier_checks_reject_a_tool_outside_the_pool_then_the_judge_decides(t
     tier1, tier2, tier3 = TIERS[1], TIERS[2], TIERS[3]
     assert check_query(_answer("Weather in Paris?", ["send_email"]), pool, tier1) == (None, "a tool outside the pool")
     assert check_query("no json here", pool, tier1)[1] == "not JSON"
+    for named in ("Run get_weather for Paris", "GET_WEATHER(city='Paris')", "api.get_flight please"):
+        assert check_query(_answer(named, ["get_weather"]), pool, tier1)[1] == "the query names a tool"
+    assert names_tool("ask ProjectApi now", "project_api.ProjectApi") and not names_tool("search it", "tools.search")
+    assert not names_tool("get weather in Paris", "get_weather")
     assert check_query(_answer("Weather and flights?", ["get_weather"]), pool, tier2)[1] == "wrong tool count for the tier"
     assert check_query(_answer(" ".join(["word"] * 20), ["get_weather"]), pool, tier1)[1] == "too many words"
     assert check_query(_answer("Plan my trip.", pool), pool, tier3)[1] == "wrong tool count for the tier"

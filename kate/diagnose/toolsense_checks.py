@@ -1,6 +1,6 @@
 """The programmatic checks of ToolSense's generated probes (``kate.diagnose.toolsense_gen``): the
 writer's answer is read only as JSON (never evaluated) and rejected, with a reason, when it breaks
-a rule of its kind. ``TIERS`` are the query ambiguity tiers the checks enforce.
+a rule of its kind (a query must not name a tool of its pool, as its prompt says). ``TIERS`` are the query ambiguity tiers the checks enforce.
 """
 
 from __future__ import annotations
@@ -46,6 +46,14 @@ def words(text: str) -> int:
     return len(text.split())
 
 
+def names_tool(text: str, name: str) -> bool:
+    """Whether ``text`` names the tool ``name``: the whole name, or its last dotted part when that is an
+    identifier no one writes as a plain word (snake_case or CamelCase), as a whole word, any case."""
+    last = name.rsplit(".", 1)[-1]
+    forms = {name} | ({last} if "_" in last or re.search(r"[a-z][A-Z]", last) else set())
+    return any(re.search(rf"(?<!\w){re.escape(f)}(?!\w)", text, re.IGNORECASE) for f in forms)
+
+
 def check_query(text: str, pool: Sequence[str], tier: Tier) -> tuple[dict[str, Any] | None, str]:
     """``(answer, "ok")`` when the writer's answer passes every programmatic check, else ``(None, why)``."""
     answer = parse_json_object(text)
@@ -54,6 +62,8 @@ def check_query(text: str, pool: Sequence[str], tier: Tier) -> tuple[dict[str, A
     query, tools = answer.get("query"), answer.get("relevant_tools")
     if not isinstance(query, str) or not query.strip():
         return None, "no query"
+    if any(names_tool(query, name) for name in pool):  # the request is asked not to: selection would be a lookup
+        return None, "the query names a tool"
     if not isinstance(tools, list) or not all(isinstance(t, str) for t in tools):
         return None, "relevant_tools is not a list of names"
     if len(set(tools)) != len(tools):
