@@ -22,10 +22,12 @@ Settings (chosen before any result; the cheap rungs first, so a partial run is a
   where they are not on disk, so it comes last;
 - toolsense: a catalogue of BFCL's functions, 100 queries per ambiguity tier, 300 MCQ, 300 QA, with
   the embedding baseline; the 0.5B model writes and judges its own queries (toolsense.writer for a
-  stronger one), 4 requests at a time (toolsense.workers). MCQ probes are kept without the judge pass
-  (toolsense.judge_mcq=false): in a smoke run (2 per tier, 2 MCQ, 2 QA) the 0.5B judge named several
-  letters on all 315 MCQs it was shown ("A, B, C" 151 times, "A, C" 114), so it kept none in two hours;
-  and a judge that is the scored model would keep only the MCQs it answers right.
+  stronger one), 4 seeds at a time (toolsense.workers). The MCQ and QA probes are built from the
+  catalogue (toolsense.probes_from=catalogue: a tool's own description against its farthest pool
+  neighbours'), because in a smoke run (2 per tier, 2 MCQ, 2 QA) the 0.5B could not write them: its
+  judge named several letters on all 315 MCQs it was shown ("A, B, C" 151 times, "A, C" 114), so it
+  kept none in two hours, the "wrong" options it wrote were often true of the tool, and none of its
+  11 QA answers was a yes/no question ("What does `X` do?").
 Diagnostics I's rungs (issue 13: bench/diagnose_i.py) are skipped here.
 """
 
@@ -48,7 +50,7 @@ SETTINGS = ["set=bfcl", "bfcl.split=test", "seed=0",
             f"keyword.run={ROOT / 'bench' / 'runs' / 'direct' / 'seed_0'}", "replay.split=test", "replay.limit=null",
             "near_miss.split=test", "near_miss.limit=null", "first_token.limit=200",
             f"trajectory.folder={CHECKPOINTS}", "toolsense.queries_per_tier=100",
-            "toolsense.mcq=300", "toolsense.qa=300", "toolsense.judge_mcq=false", "toolsense.workers=4"]  # fmt: skip
+            "toolsense.mcq=300", "toolsense.qa=300", "toolsense.probes_from=catalogue", "toolsense.workers=4"]  # fmt: skip
 
 
 def main() -> None:

@@ -342,6 +342,9 @@ class ToolSenseFields:
     attempts: int = help_field("writer attempts per probe (the next seed after a rejected answer)", 3)
     workers: int = help_field("seed tools written at once (concurrent requests: llama.cpp batches them); 1: one "
                               "by one. Which seed gets which tier or Yes/No depends on it, so the kept sets do too", 1)
+    probes_from: str = help_field("who makes the MCQ and QA probes: llm (the writer, checked) or catalogue (the tool's "
+                                  "own description against its farthest pool neighbours'; answers known by "
+                                  "construction, no writer)", "llm")
     judge_mcq: bool = help_field("the judge must name exactly the correct option of an MCQ for it to be kept", True)
     temperature: float = help_field("the writer's temperature", 0.7)
     max_tokens: int = help_field("the writer's token limit", 256)

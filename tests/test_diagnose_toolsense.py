@@ -14,6 +14,7 @@ import pytest
 
 from kate.diagnose.toolsense import (POOL_SIZE, Tool, ToolIndex, bfcl_catalogue, catalogue_from_tools, load_catalogue,
                                      save_catalogue)  # fmt: skip
+from kate.diagnose.toolsense_catalogue import catalogue_mcq, catalogue_qa
 from kate.diagnose.toolsense_checks import TIERS, check_mcq, check_qa, check_query, names_tool
 from kate.diagnose.toolsense_gen import ProbeWriter, generate
 from kate.diagnose.toolsense_score import (constrained_ranking, ndcg_at_k, parse_tool_names, recall_at_k,
@@ -168,6 +169,28 @@ def test_workers_write_at_once_and_keep_exact_counts_and_balanced_qa(tmp_path, w
     assert len(LLMCache(tmp_path / "cache.jsonl")) == len(writer.requests)  # every answer written, none torn
 
 
+def test_catalogue_probes_take_the_tools_own_description_against_its_farthest_pool_neighbours(tmp_path):
+    index = ToolIndex(catalogue(), WordEmbedder())
+    tool, pool = index.tools[3], index.pool(3)
+    mcq = catalogue_mcq(index, 3, seed=0)
+    assert mcq.options[mcq.answer] == tool.description and mcq.writer == "catalogue"
+    farthest = [index.tools[r].description for r in reversed(pool[1:])][:3]
+    assert sorted(o for i, o in enumerate(mcq.options) if i != mcq.answer) == sorted(farthest)
+    yes, no = catalogue_qa(index, 3, "Yes"), catalogue_qa(index, 3, "No")
+    assert (yes.answer, no.answer) == ("Yes", "No") and tool.description.rstrip(".") in yes.question
+    assert farthest[0].rstrip(".") in no.question and f"`{tool.name}`" in no.question
+    assert catalogue_mcq(ToolIndex([tool, Tool("x", tool.description)], WordEmbedder()), 0) is None  # no distractor
+    noted = ToolIndex([Tool("a", "Book a room. Note that the provided function is in Python 3 syntax."),
+                       *[Tool(f"t{i}", f"Tool number {i}.") for i in range(4)]], WordEmbedder())  # fmt: skip
+    assert "Book a room." in catalogue_mcq(noted, 0).options and "Note that" not in catalogue_qa(noted, 0, "Yes").question
+    writer = FakeChatModel([scripted_writer], name="scripted-writer", repeat_last=True)
+    sets = generate(index, ProbeWriter(writer, LLMCache(None)), queries_per_tier=1, mcq=4, qa=3, seed=1, workers=2,
+                    mcq_of=lambda row: catalogue_mcq(index, row), qa_of=lambda row, want: catalogue_qa(index, row, want))
+    assert len(sets["mcq"]) == 4 and [q.answer for q in sets["qa"]] == ["Yes", "No", "Yes"]
+    assert all("Candidate tools:" in r["messages"][-1]["content"] or r["messages"][-1]["content"].startswith("Tools:")
+               for r in writer.requests)  # the writer wrote only the queries  # fmt: skip
+
+
 def test_the_mcq_judge_drops_a_question_whose_wrong_options_are_right(tmp_path):
     tool = catalogue(1)[0]
     mcq = json.dumps({"correct": "It gets records.", "wrong": ["It fetches records.", "It bakes.", "It sings."]})
@@ -183,6 +206,8 @@ def test_mcq_and_qa_checks_and_answer_parsing():
     assert check_mcq(json.dumps({"correct": "x", "wrong": ["y", "z", "X"]}))[1] == "options repeat"
     assert check_qa(json.dumps({"question": "Is it?", "answer": "Yes"}), "get_x", "Yes")[1] == "the question does not name the tool"
     assert check_qa(json.dumps({"question": "Does t run?", "answer": "No"}), "t", "Yes")[1] == "wrong answer"
+    assert check_qa(json.dumps({"question": "What does `t` return?", "answer": "Yes"}), "t", "Yes")[1] == (
+        "not a yes/no question")
     options = ("Bakes bread.", "Sends email.", "Books flights.", "Sings.")
     assert parse_letter("B", options) == 1 and parse_letter("The answer is C.", options) == 2
     assert parse_letter("It sends email.", options) == 1 and parse_letter("no idea", options) is None

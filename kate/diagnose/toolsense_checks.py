@@ -30,6 +30,10 @@ TIERS = {
 }
 
 
+YES_NO_OPENERS = frozenset("does do did is are was were can could will would should shall may might must has have had"
+                           .split())  # the first word of a question answered Yes or No  # fmt: skip
+
+
 def parse_json_object(text: str) -> dict[str, Any] | None:
     """The first ``{...}`` of ``text`` (a code fence around it is fine) as a JSON object, else None."""
     start, end = text.find("{"), text.rfind("}")
@@ -101,6 +105,8 @@ def check_qa(text: str, tool: str, wanted: str) -> tuple[dict[str, Any] | None, 
         return None, "no question"
     if tool not in question:
         return None, "the question does not name the tool"
+    if question.strip().strip("\"'`").split(" ", 1)[0].lower() not in YES_NO_OPENERS:
+        return None, "not a yes/no question"
     if not isinstance(said, str) or said.strip().lower() != wanted.lower():
         return None, "wrong answer"
     return {"question": question.strip(), "answer": wanted}, "ok"

@@ -25,7 +25,7 @@ import json
 import random
 import re
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -204,20 +204,26 @@ def _waves(seeds: Sequence[int], workers: int) -> Iterator[tuple[int, Sequence[i
 
 
 def generate(index: ToolIndex, writer: ProbeWriter, *, queries_per_tier: int, mcq: int, qa: int,
-             seed: int = 0, max_seeds: int | None = None, workers: int = 1,
-             progress: bool = False) -> dict[str, list[Any]]:  # fmt: skip
+             seed: int = 0, max_seeds: int | None = None, workers: int = 1, progress: bool = False,
+             mcq_of: Callable[[int], MCQProbe | None] | None = None,
+             qa_of: Callable[[int, str], QAProbe | None] | None = None) -> dict[str, list[Any]]:  # fmt: skip
     """Queries (``queries_per_tier`` of each tier), ``mcq`` MCQ and ``qa`` QA probes, from seed tools
-    drawn in a seeded order (one per name); a seed that yields nothing is passed over.
+    drawn in a seeded order (one per name); a seed that yields nothing is passed over. ``mcq_of(row)``
+    and ``qa_of(row, "Yes" | "No")`` make the MCQ and QA probes (default: the writer's, ``writer.mcq``
+    and ``writer.qa``; ``kate.diagnose.toolsense_catalogue`` builds them from the catalogue instead).
 
     ``workers`` seeds are written at once (threads; a llama.cpp client decodes them in one batch),
     in waves: each seed of a wave gets its tier (or Yes / No) from the counts at the wave's start, and
     the wave's probes are kept in seed order while their tier (answer) still wants one, so the counts
-    come out exact and QA balanced (Yes ceil(qa / 2), No floor(qa / 2)); workers=1 is one by one."""
+    come out exact and QA balanced (Yes ceil(qa / 2), No floor(qa / 2), alternating where it can);
+    workers=1 is one by one."""
     order = list(range(len(index.tools)))
     random.Random(seed).shuffle(order)
     seen: set[str] = set()
     seeds = [r for r in order if not (index.tools[r].name in seen or seen.add(index.tools[r].name))]
     seeds = seeds[:max_seeds] if max_seeds else seeds
+    mcq_of = mcq_of or (lambda row: writer.mcq(index.tools[row]))
+    qa_of = qa_of or (lambda row, wanted: writer.qa(index.tools[row], wanted))
     out: dict[str, list[Any]] = {"queries": [], "mcq": [], "qa": []}
     bar = tqdm(total=queries_per_tier * len(TIERS) + mcq + qa, desc="toolsense probes", unit="probe",
                disable=not progress)  # fmt: skip
@@ -236,7 +242,7 @@ def generate(index: ToolIndex, writer: ProbeWriter, *, queries_per_tier: int, mc
         for _, wave in _waves(seeds, max(1, workers)):
             if len(out["mcq"]) >= mcq:
                 break
-            for found in pool.map(lambda row: writer.mcq(index.tools[row]), wave):
+            for found in pool.map(mcq_of, wave):
                 if found is not None and len(out["mcq"]) < mcq:
                     out["mcq"].append(found)
                     bar.update()
@@ -245,10 +251,12 @@ def generate(index: ToolIndex, writer: ProbeWriter, *, queries_per_tier: int, mc
             if len(out["qa"]) >= qa:
                 break
             wanted, left = [], dict(need)
-            for _ in wave:  # the answer that still wants the most, Yes on a tie
-                wanted.append("Yes" if left["Yes"] >= left["No"] else "No")
-                left[wanted[-1]] -= 1
-            for found in pool.map(lambda a: writer.qa(index.tools[a[0]], a[1]), zip(wave, wanted)):
+            last = out["qa"][-1].answer if out["qa"] else "No"
+            for _ in wave:  # the answer that still wants the most; on a tie, the other one than the last
+                last = "Yes" if left["Yes"] > left["No"] or (left["Yes"] == left["No"] and last == "No") else "No"
+                wanted.append(last)
+                left[last] -= 1
+            for found in pool.map(qa_of, wave, wanted):
                 if found is not None and need[found.answer] > 0:
                     out["qa"].append(found)
                     need[found.answer] -= 1

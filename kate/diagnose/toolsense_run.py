@@ -11,10 +11,12 @@ folders: ``meta.json`` + ``records.jsonl``); ``constrained.jsonl`` (the hf clien
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from kate.diagnose.toolsense import ToolIndex, Tool, bfcl_catalogue, catalogue_sha256, load_catalogue, save_catalogue
+from kate.diagnose.toolsense_catalogue import catalogue_mcq, catalogue_qa
 from kate.diagnose.toolsense_gen import TIERS, ProbeWriter, generate, to_row
 from kate.diagnose.toolsense_score import (KS, accuracy_block, constrained_ranking, ranking_scores,
                                            selection_messages, selection_table)  # fmt: skip
@@ -86,8 +88,12 @@ def run_toolsense(c: Mapping[str, Any], *, writer: Any, judge: Any, embedder: An
     cache = LLMCache(c["cache"] or folder / "llm_cache.jsonl")
     author = ProbeWriter(writer, cache, judge, attempts=c["attempts"], temperature=c["temperature"],
                          max_tokens=c["max_tokens"], seed=seed, judge_mcq=c["judge_mcq"])  # fmt: skip
+    if c["probes_from"] not in ("llm", "catalogue"):
+        raise ValueError(f"toolsense.probes_from={c['probes_from']!r}: llm or catalogue")
+    makers = ({"mcq_of": lambda row: catalogue_mcq(index, row, seed), "qa_of": partial(catalogue_qa, index)}
+              if c["probes_from"] == "catalogue" else {})  # fmt: skip
     sets = generate(index, author, queries_per_tier=c["queries_per_tier"], mcq=c["mcq"], qa=c["qa"], seed=seed,
-                    max_seeds=c["max_seeds"], workers=c["workers"], progress=progress)  # fmt: skip
+                    max_seeds=c["max_seeds"], workers=c["workers"], progress=progress, **makers)  # fmt: skip
     for name, rows in sets.items():
         _write(folder / f"{name}.jsonl", rows)
     queries, ks = sets["queries"], tuple(c["ks"])
@@ -108,7 +114,7 @@ def run_toolsense(c: Mapping[str, Any], *, writer: Any, judge: Any, embedder: An
         "catalogue": {"source": c["catalogue"], "n": len(tools), "names": len({t.name for t in tools}),
                       "sha256": config["catalogue_sha256"]},
         "generation": {"writer": config["writer"], "judge": config["judge"], "workers": c["workers"],
-                       "judge_mcq": c["judge_mcq"], "stats": author.stats,
+                       "probes_from": c["probes_from"], "judge_mcq": c["judge_mcq"], "stats": author.stats,
                        "asked": cache.asked, "cached": cache.hits,
                        "queries": {f"tier{t}": sum(q.tier == t for q in queries) for t in TIERS},
                        "mcq": len(sets["mcq"]), "qa": len(sets["qa"]),

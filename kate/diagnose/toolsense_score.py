@@ -164,9 +164,12 @@ def toolsense_markdown(summary: Mapping[str, Any]) -> list[str]:
     cat, gen = summary["catalogue"], summary["generation"]
     pct = lambda v: "-" if v is None else f"{100 * v:.1f}%"  # noqa: E731
     queries = gen["queries"]
+    made = ("Queries written by" if gen.get("probes_from") == "catalogue" else "Probes written by")
+    built = (" MCQ and QA built from the catalogue (a tool's own description against its farthest pool neighbours'; "
+             "answers known by construction)." if gen.get("probes_from") == "catalogue" else "")  # fmt: skip
     lines = ["## Tool knowledge (ToolSense probes)", "",
-             f"Catalogue `{cat['source']}`: {cat['n']} tools ({cat['names']} names). Probes written by "
-             f"`{gen['writer']}`, queries judged by `{gen['judge']}`; kept: queries "
+             f"Catalogue `{cat['source']}`: {cat['n']} tools ({cat['names']} names). {made} "
+             f"`{gen['writer']}`, judged by `{gen['judge']}`.{built} Kept: queries "
              + ", ".join(f"{k} {v}" for k, v in queries.items()) + f", MCQ {gen['mcq']}, QA {gen['qa']} "
              f"({gen['qa_yes']} Yes). Writer requests this run: {gen['asked']} asked, {gen['cached']} from the cache.",
              "", "Checks (answers per outcome): "
