@@ -1,6 +1,7 @@
 """The programmatic checks of ToolSense's generated probes (``kate.diagnose.toolsense_gen``): the
 writer's answer is read only as JSON (never evaluated) and rejected, with a reason, when it breaks
-a rule of its kind (a query must not name a tool of its pool, as its prompt says). ``TIERS`` are the query ambiguity tiers the checks enforce.
+a rule of its kind (a query must not name a tool of its pool, as its prompt says; a QA question must
+be a yes/no question). ``TIERS`` are the query ambiguity tiers the checks enforce.
 """
 
 from __future__ import annotations
