@@ -106,3 +106,4 @@ def test_the_checkpoint_trajectory_section_shows_its_table_and_log_scale_png(tmp
     report = write_report(tmp_path).read_text()
     assert "| checkpoint-20 | 20 | 0.004 | 0.002 | 0.0004 |" in report
     assert f"![trajectory](trajectory/{PLOT_FILE})" in report and "## Verbatim replay\n\nNot run." in report
+    assert "## Necessity" not in report and "## Gate" not in report  # only the ladder ran here: Diagnostics I left out

@@ -377,13 +377,33 @@ def _ladder_sections(out: Path) -> list[str]:
     return lines
 
 
+KNOWING_DOING = ("necessity", "breakdown", "probes", "pcall", "plan")  # and gate_*: Diagnostics I
+LADDER = ("replay", "near_miss", "keyword", "first_token", "trajectory", "toolsense")  # Diagnostics II
+
+
 def write_report(out_dir: str | Path, title: str | None = None) -> Path:
-    """``report.md`` (and its PNGs) in ``out_dir`` from the result folders there."""
+    """``report.md`` (and its PNGs) in ``out_dir`` from the result folders there: the sections of
+    Diagnostics I and of the ladder (Diagnostics II), the part no folder was written for left out
+    (both when there is none)."""
     out = Path(out_dir)
     breakdown = _load(out / "breakdown" / "summary.json")
     found = [breakdown, _load(out / "replay" / "summary.json"), _load(out / "near_miss" / "summary.json")]
     model = next((f["model"]["name"] for f in found if f and f.get("model")), "?")
     lines = [f"# {title or f'Diagnostics: {out.name}'}", "", f"Model: `{model}`.", ""]
+    knowing_doing = any((out / n).is_dir() for n in KNOWING_DOING) or any(out.glob("gate_*"))
+    ladder = any((out / n).is_dir() for n in LADDER)
+    if knowing_doing or not ladder:
+        lines += _knowing_doing_sections(out, breakdown)
+    if ladder or not knowing_doing:
+        lines += _ladder_sections(out)
+    path = out / "report.md"
+    atomic_write_text(path, "\n".join(lines))
+    return path
+
+
+def _knowing_doing_sections(out: Path, breakdown: Mapping[str, Any] | None) -> list[str]:
+    """Diagnostics I's sections (each "Not run." when its folder is missing)."""
+    lines: list[str] = []
     necessity = _load(out / "necessity" / "summary.json")
     if necessity:
         c = necessity["config"]
@@ -413,7 +433,4 @@ def write_report(out_dir: str | Path, title: str | None = None) -> Path:
         lines += _gate_section(folder, _load(folder / "sweep.json"), out)
     if not gates:
         lines += ["## Gate", "", "Not run (it needs probe beliefs and a client that takes prefill).", ""]
-    lines += _ladder_sections(out)
-    path = out / "report.md"
-    atomic_write_text(path, "\n".join(lines))
-    return path
+    return lines
