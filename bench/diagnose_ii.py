@@ -22,10 +22,10 @@ Settings (chosen before any result; the cheap rungs first, so a partial run is a
   where they are not on disk, so it comes last;
 - toolsense: a catalogue of BFCL's functions, 100 queries per ambiguity tier, 300 MCQ, 300 QA, with
   the embedding baseline; the 0.5B model writes and judges its own queries (toolsense.writer for a
-  stronger one), 4 seeds at a time (toolsense.workers); the probes are answered 4 at a time (workers=4: the
-  llama.cpp client decodes them in one batch; the rungs before toolsense ran one at a time). The MCQ and QA probes are built from the
-  catalogue (toolsense.probes_from=catalogue: a tool's own description against its farthest pool
-  neighbours'), because in a smoke run (2 per tier, 2 MCQ, 2 QA) the 0.5B could not write them: its
+  stronger one), 4 seeds at a time (toolsense.workers); the probes are answered 4 at a time (workers=4:
+  the llama.cpp client decodes them in one batch; the rungs before toolsense ran one at a time). The MCQ
+  and QA probes are built from the catalogue (toolsense.probes_from=catalogue: a tool's own description
+  against its farthest pool neighbours'), because in a smoke run (2 per tier, 2 MCQ, 2 QA) the 0.5B could not write them: its
   judge named several letters on all 315 MCQs it was shown ("A, B, C" 151 times, "A, C" 114), so it
   kept none in two hours, the "wrong" options it wrote were often true of the tool, and none of its
   11 QA answers was a yes/no question ("What does `X` do?").
