@@ -107,3 +107,12 @@ def test_the_checkpoint_trajectory_section_shows_its_table_and_log_scale_png(tmp
     assert "| checkpoint-20 | 20 | 0.004 | 0.002 | 0.0004 |" in report
     assert f"![trajectory](trajectory/{PLOT_FILE})" in report and "## Verbatim replay\n\nNot run." in report
     assert "## Necessity" not in report and "## Gate" not in report  # only the ladder ran here: Diagnostics I left out
+
+
+def test_a_gate_without_a_trainable_probe_says_why(tmp_path):
+    atomic_write_json(tmp_path / "probes" / "results.json", {
+        "n": 4, "layers": [0], "positions": [-1], "cosine": None,
+        "necessity": {"error": "the training labels hold one class only"}, "action": {"error": "one class"},
+        "when2tool": {"necessity": {"error": "the training labels hold one class only"}, "action": None}})  # fmt: skip
+    text = write_report(tmp_path).read_text()
+    assert "Not run: When2Tool's necessity probe could not train (the training labels hold one class only)" in text

@@ -431,6 +431,10 @@ def _knowing_doing_sections(out: Path, breakdown: Mapping[str, Any] | None) -> l
     gates = sorted(p for p in out.glob("gate_*") if (p / "sweep.json").exists())
     for folder in gates:
         lines += _gate_section(folder, _load(folder / "sweep.json"), out)
-    if not gates:
+    untrained = ((probes or {}).get("when2tool", {}).get("necessity") or {}).get("error")
+    if not gates and untrained:
+        lines += ["## Gate", "", f"Not run: When2Tool's necessity probe could not train ({untrained}), so there is "
+                  "no belief to gate on.", ""]  # fmt: skip
+    elif not gates:
         lines += ["## Gate", "", "Not run (it needs probe beliefs and a client that takes prefill).", ""]
     return lines
