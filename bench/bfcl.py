@@ -12,6 +12,8 @@ Another model (a kate model name, `kate models install <name>` first): its runs 
 bench/runs/models/<name>/ and bench/results/models/<name>/, the default model's stay where they are:
 
     .venv/bin/python bench/bfcl.py --model qwen2.5-coder-1.5b-instruct-q4_k_m --arms direct,st --single 0 --multi 30
+    .venv/bin/python bench/bfcl.py --model qwen2.5-coder-1.5b-instruct-q4_k_m --arms direct,st_calls --interleave \
+        --single 20 --multi 0 --categories parallel,parallel_multiple
 
 Seeds for a width arm: --seeds 0,1,2 (each seed its own folder). Reports, re-scoring, old folders:
 
@@ -78,19 +80,21 @@ def report_of(model_name: str | None) -> dict:
     return report(runs, results, model_note=DEFAULT_MODEL_NOTE if runs == RUNS else f"{model_name} (llama.cpp)")
 
 
-def entries_for(arm: str, single: int, multi: int):
-    """Multi-turn first (KATE's home ground and the headline comparison), then single-turn."""
-    chosen = [] if arm in MULTI_ONLY else [e for c in SINGLE_TURN for e in load_entries(c, "test", single)]
+def entries_for(arm: str, single: int, multi: int, categories: tuple[str, ...] = SINGLE_TURN):
+    """Multi-turn first (KATE's home ground and the headline comparison), then single-turn (of
+    ``categories``; a later run with more categories or entries adds to the same folder)."""
+    chosen = [] if arm in MULTI_ONLY else [e for c in categories for e in load_entries(c, "test", single)]
     return load_entries("multi_turn_base", "test", multi) + chosen
 
 
-def prepare(model, arm: str, single: int, multi: int, seed: int, model_name: str | None = None):
+def prepare(model, arm: str, single: int, multi: int, seed: int, model_name: str | None = None,
+            categories: tuple[str, ...] = SINGLE_TURN):
     """(task, policy, store, config) of one arm and seed; the store is first filled with the re-voted
     single-turn records of REVOTED_FROM's source, when it has them."""
     c, runs = compose_arm(arm, model_name), places(model_name)[0]
     settings = loop_settings(c)
     policy = build_policy(model, c["sampling"], c["knowledge"], settings)
-    task = BFCLTask(entries_for(arm, single, multi), "test")
+    task = BFCLTask(entries_for(arm, single, multi, categories), "test")
     config = arm_config(c["llm"], c["sampling"], c["knowledge"], settings)
     store = open_run(runs / arm / f"seed_{seed}", arm=arm, task=task, policy=policy, seed=seed, config=config)
     if arm in REVOTED_FROM:
@@ -113,7 +117,7 @@ def revote_into(store, folder: Path, entries, rule: str) -> None:
 
 
 def run_interleaved(model, arms: list[str], single: int, multi: int, seed: int, multi_first: bool = False,
-                    model_name: str | None = None) -> None:
+                    model_name: str | None = None, categories: tuple[str, ...] = SINGLE_TURN) -> None:
     """Entry by entry across the arms (single-turn first, then multi-turn, or the other way round),
     so that wherever the run stops, every arm has the same entries done and the paired comparison
     covers all of them."""
@@ -121,7 +125,7 @@ def run_interleaved(model, arms: list[str], single: int, multi: int, seed: int, 
 
     prepared, order = [], {}
     for arm in arms:
-        task, policy, store = prepare(model, arm, single, multi, seed, model_name)
+        task, policy, store = prepare(model, arm, single, multi, seed, model_name, categories)
         prepared.append((task, policy, store, {e.id for e in task.items()}, store.done_ids()))
         order.update({e.id: e for e in task.items()})
     entries = sorted(order.values(), key=lambda e: e.is_multi_turn != multi_first)  # stable within each kind
@@ -181,6 +185,8 @@ def main() -> None:
     parser.add_argument("--arms", default="direct,st,st_w8")
     parser.add_argument("--single", type=int, default=50, help="test-half entries per single-turn category")
     parser.add_argument("--multi", type=int, default=30, help="multi_turn_base test dialogues")
+    parser.add_argument("--categories", default=",".join(SINGLE_TURN),
+                        help="single-turn categories, comma-separated (default: all offline ones)")
     parser.add_argument("--seeds", default="0")
     parser.add_argument("--model", default=None, help=f"a kate model name (default {DEFAULT_MODEL}); another "
                         "model's runs and report go under bench/runs/models/<name>, bench/results/models/<name>")
@@ -191,6 +197,10 @@ def main() -> None:
     parser.add_argument("--migrate", action="store_true", help="rewrite meta.json of folders made before the runner")
     args = parser.parse_args()
     runs_dir, results_dir = places(args.model)
+    categories = tuple(args.categories.split(",")) if args.categories else ()
+    unknown = [c for c in categories if c not in SINGLE_TURN]
+    if unknown:
+        raise SystemExit(f"unknown single-turn categories {unknown}; known: {', '.join(SINGLE_TURN)}")
     if args.rescore:
         for folder in sorted(runs_dir.glob("*/seed_*")):
             print(folder.relative_to(ROOT), rescore_run(folder, task_for_records))
@@ -202,11 +212,12 @@ def main() -> None:
             return
         seeds = [int(s) for s in args.seeds.split(",")]
         if args.interleave:
-            run_interleaved(model, args.arms.split(","), args.single, args.multi, seeds[0], args.multi_first, args.model)
+            run_interleaved(model, args.arms.split(","), args.single, args.multi, seeds[0], args.multi_first, args.model,
+                            categories)
         for arm in [] if args.interleave else args.arms.split(","):
             width = compose_arm(arm, args.model)["sampling"]["_target_"].endswith("WidthSampler")
             for seed in seeds if width else seeds[:1]:
-                task, policy, store = prepare(model, arm, args.single, args.multi, seed, args.model)
+                task, policy, store = prepare(model, arm, args.single, args.multi, seed, args.model, categories)
                 run_task(task, policy, store, seed=seed, desc=f"{arm} seed {seed}")
                 report_of(args.model)
     report_of(args.model)
