@@ -11,7 +11,12 @@ stopped (the runner's records); finished ones are read back.
 Settings: necessity N = 10 at T = 0.7 with `stop_early` (an item stops at its 2nd wrong answer: its
 labels at r = 10 and r = 9 are those of all 10 samples; the 0.5B model answered 1 of 8 trial items
 right more than once, so a full N costs ~46 s an item on 2 cores, ~13 h for 1,000); the tools offered
-greedily through kate's loop (act=turn); hidden states of the hf client at the last 20 prompt tokens
+greedily through kate's loop: on BFCL a whole turn (act=turn), on arithmetic the first decision only
+(act=step: a call, or a direct answer that is checked; a call counts as not answered). At act=turn the
+0.5B called the calculator on each of the first 6 items, then re-issued the call on its own result
+until the repeat policy ended the turn, never answering (the turn-end failure of issue 15), at
+42-112 s an item (~6 h for 1,000 on 2 cores); those 6 records are kept in arithmetic/turn_sample/.
+Hidden states of the hf client at the last 20 prompt tokens
 of every layer; the gate's tau sweep on the probes' held-out items. Diagnostics II's rungs (issue
 14) are skipped here.
 """
@@ -28,7 +33,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 from kate_job import run_kate, stop_on_sigterm  # noqa: E402  (bench/kate_job.py)
 
 OUT = ROOT / "bench" / "results" / "diagnose"
-SETS = {"arithmetic": ["set=arithmetic", "arithmetic.n=1000", "arithmetic.seed=0"], "bfcl": ["set=bfcl", "bfcl.split=test"]}
+SETS = {"arithmetic": ["set=arithmetic", "arithmetic.n=1000", "arithmetic.seed=0", "act=step"],
+        "bfcl": ["set=bfcl", "bfcl.split=test"]}
 COMMON = ["skip=[replay,near_miss,first_token,trajectory,keyword,toolsense]", "necessity.stop_early=true",
           f"necessity.cache_dir={OUT / 'necessity_cache'}", "workers=4", "seed=0"]
 
