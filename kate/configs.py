@@ -197,6 +197,11 @@ class GateMode(Enum):
     hard = "hard"
 
 
+class PlanOrder(Enum):
+    call_first = "call_first"
+    no_call_first = "no_call_first"
+
+
 @dataclass
 class ArithmeticSetConfig:
     n: int = help_field("items generated (the families' shares of the authors' 4,000)", 1000)
@@ -257,6 +262,9 @@ class PcallFields:
 @dataclass
 class PlanFields:
     max_tokens: int = help_field("token limit of the plan reply", 256)
+    order: PlanOrder = help_field("which reply form the plan instruction shows first: call_first (the default) | "
+                                  "no_call_first, the control for a model that copies the last form shown "
+                                  "(its run goes to plan_no_call_first/)", PlanOrder.call_first)
 
 
 @dataclass

@@ -51,7 +51,7 @@ from kate.diagnose.breakdown import PAPER_ARITHMETIC_MISMATCH, four_way, four_wa
 from kate.diagnose.gate import GateSweepTask, sweep_markdown, tau_sweep
 from kate.diagnose.necessity import (NecessityCache, NecessityConfig, NecessityTask, config_dict,
                                      counts_from_records, label_summary, labels_for, weights_sha256)  # fmt: skip
-from kate.diagnose.plan_execute import PlanExecuteTask, plan_execute_summary
+from kate.diagnose.plan_execute import PLAN_INSTRUCTIONS, PlanExecuteTask, plan_execute_summary
 from kate.diagnose.report import write_report
 from kate.diagnose.tasks import VerifiableTask
 from kate.diagnose.user_set import load_user_set
@@ -211,10 +211,13 @@ class Diagnosis(LadderJobs):
 
     def plan(self) -> dict[str, Any]:
         labels = self.necessity()
-        task = PlanExecuteTask(self.acting, max_tokens=self.c["plan"]["max_tokens"], executions=self._acted())
-        records = self.run("plan", task, {"max_tokens": self.c["max_tokens"], "max_steps": self.c["max_steps"]})
-        summary = plan_execute_summary(records, labels)
-        atomic_write_json(self.out / "plan" / "summary.json", summary)
+        order = self.c["plan"]["order"]
+        folder = "plan" if order == "call_first" else f"plan_{order}"
+        task = PlanExecuteTask(self.acting, max_tokens=self.c["plan"]["max_tokens"], executions=self._acted(),
+                               instruction=PLAN_INSTRUCTIONS[order])  # fmt: skip
+        records = self.run(folder, task, {"max_tokens": self.c["max_tokens"], "max_steps": self.c["max_steps"]})
+        summary = {**plan_execute_summary(records, labels), "order": order}
+        atomic_write_json(self.out / folder / "summary.json", summary)
         return summary
 
     def gate(self) -> list[dict[str, Any]] | None:

@@ -198,3 +198,24 @@ def test_the_ladder_rungs_end_to_end_on_a_talking_model(tmp_path):
         run_diagnose(_compose([*overrides, "name=trajectory"]))
     with pytest.raises(ValueError, match="hf client"):
         run_diagnose(_compose([*overrides, "name=first_token", "hf=null"]))
+
+
+def test_the_plan_order_control_runs_into_its_own_folder_and_report_section(tmp_path):
+    overrides = ["llm=fake", "llm._target_=tests.test_diagnose_cmd.ScriptedArithmetic", "~llm.script",
+                 "~llm.repeat_last", "hf=null", "arithmetic.n=4", LADDER, "necessity.samples=2",
+                 "necessity.report_r=[2]", "necessity.cache_dir=null", "progress=false", "name=plan",
+                 f"out_dir={tmp_path}"]  # fmt: skip
+    with pytest.raises((ConfigCompositionException, ValidationError)):
+        _compose([*overrides, "plan.order=random"])
+    first = run_diagnose(_compose(overrides))["plan"]
+    REQUESTS.clear()
+    swapped = run_diagnose(_compose([*overrides, "plan.order=no_call_first"]))["plan"]
+    assert first["order"] == "call_first" and swapped["order"] == "no_call_first" and swapped["n"] == 4
+    meta = json.loads((tmp_path / "plan_no_call_first" / "meta.json").read_text())
+    instruction = json.dumps(meta)
+    assert instruction.index('{\\"call\\": false') < instruction.index('{\\"call\\": true')
+    assert (tmp_path / "plan" / "summary.json").exists()
+    run_diagnose(_compose([*overrides[:-2], "name=all", "skip=[replay,near_miss,first_token,trajectory,keyword,"
+                           "toolsense,gate]", f"out_dir={tmp_path}"]))  # fmt: skip
+    report = (tmp_path / "report.md").read_text()
+    assert "## Plan vs execute (call_first)" in report and "## Plan vs execute (no_call_first)" in report

@@ -37,6 +37,16 @@ PLAN_INSTRUCTION = (
     '{"call": true, "tool": "<tool name>", "arguments": {...}} if you will call a tool, or '
     '{"call": false, "tool": null, "arguments": {}} if you will answer without one.\n\nTools:\n'
 )
+# The same instruction with the two reply forms the other way round: the control for a model that
+# copies whichever form it was shown last (the 0.5B's plans were the no-call form, shown last, on
+# 500 of 570 BFCL entries and on every arithmetic item, while it then called on all of the latter).
+PLAN_INSTRUCTION_NO_CALL_FIRST = (
+    "Do not solve the task yet. First state your plan: will you call one of the tools below, which "
+    "one, and with what arguments? Reply with exactly one JSON object and nothing else, of the form "
+    '{"call": false, "tool": null, "arguments": {}} if you will answer without one, or '
+    '{"call": true, "tool": "<tool name>", "arguments": {...}} if you will call a tool.\n\nTools:\n'
+)
+PLAN_INSTRUCTIONS = {"call_first": PLAN_INSTRUCTION, "no_call_first": PLAN_INSTRUCTION_NO_CALL_FIRST}
 NO_TOOLS = "(none)"
 PLAN_KEYS = ("call", "tool", "arguments")
 _FENCE = re.compile(r"\A```(?:json)?\s*\n?(.*?)\n?\s*```\Z", re.DOTALL)

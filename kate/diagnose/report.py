@@ -263,8 +263,11 @@ def _pcall_section(pcall: Mapping[str, Any], rows: Sequence[Mapping[str, Any]], 
 
 
 def _plan_section(plan: Mapping[str, Any]) -> list[str]:
-    return ["## Plan vs execute", "",
-            f"n = {plan['n']}; plans parsed {plan['plans_parsed']} ({_pct(plan['plan_parse_rate'])}).", "",
+    order = plan.get("order", "call_first")
+    shown = "the call form first" if order == "call_first" else "the no-call form first"
+    return [f"## Plan vs execute ({order})", "",
+            f"n = {plan['n']}; the plan instruction shows {shown}; plans parsed {plan['plans_parsed']} "
+            f"({_pct(plan['plan_parse_rate'])}); plans that say call: {plan.get('plan_says_call', '-')}.", "",
             "| plan accuracy | execution accuracy | gap (plan - execution) | execution follows the plan |",
             "|---|---|---|---|",
             f"| {_pct(plan['plan_accuracy'])} | {_pct(plan['execution_accuracy'])} | {_pct(plan['gap'])} | "
@@ -426,8 +429,11 @@ def _knowing_doing_sections(out: Path, breakdown: Mapping[str, Any] | None) -> l
     lines += _probe_section(probes, rows, out) if probes else ["## Probes", "", "Not run (they need an hf client).", ""]
     pcall = _load(out / "pcall" / "results.json")
     lines += _pcall_section(pcall, rows, out) if pcall else ["## P(call)", "", "Not run.", ""]
-    plan = _load(out / "plan" / "summary.json")
-    lines += _plan_section(plan) if plan else ["## Plan vs execute", "", "Not run.", ""]
+    plans = [p for p in (_load(out / "plan" / "summary.json"), _load(out / "plan_no_call_first" / "summary.json")) if p]
+    for plan in plans:
+        lines += _plan_section(plan)
+    if not plans:
+        lines += ["## Plan vs execute", "", "Not run.", ""]
     gates = sorted(p for p in out.glob("gate_*") if (p / "sweep.json").exists())
     for folder in gates:
         lines += _gate_section(folder, _load(folder / "sweep.json"), out)
