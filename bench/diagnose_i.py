@@ -7,6 +7,7 @@ stopped (the runner's records); finished ones are read back.
     .venv/bin/python bench/diagnose_i.py                      # both sets, arithmetic first
     .venv/bin/python bench/diagnose_i.py --sets bfcl
     .venv/bin/python bench/diagnose_i.py --only necessity     # one diagnostic of each set (and what it needs)
+    .venv/bin/python bench/diagnose_i.py --only plan --plan-order no_call_first   # the plan's order control
 
 Settings: necessity N = 10 at T = 0.7 with `stop_early` (an item stops at its 2nd wrong answer: its
 labels at r = 10 and r = 9 are those of all 10 samples; the 0.5B model answered 1 of 8 trial items
@@ -43,12 +44,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sets", default="arithmetic,bfcl")
     parser.add_argument("--only", default="all", help="one diagnostic (it runs what it needs first); all: every one + report")
+    parser.add_argument("--plan-order", default="call_first", choices=["call_first", "no_call_first"],
+                        help="the plan instruction's reply forms: call first (plan/) or no-call first (plan_no_call_first/)")
     args = parser.parse_args()
     stop_on_sigterm()
     for name in args.sets.split(","):
         if name not in SETS:
             raise SystemExit(f"unknown set {name!r}; sets: {', '.join(SETS)}")
-        run_kate(["diagnose", f"name={args.only}", *SETS[name], *COMMON, f"out_dir={OUT / name}"], OUT / ".hydra" / name)
+        run_kate(["diagnose", f"name={args.only}", *SETS[name], *COMMON, f"plan.order={args.plan_order}",
+                  f"out_dir={OUT / name}"], OUT / ".hydra" / name)  # fmt: skip
 
 
 if __name__ == "__main__":

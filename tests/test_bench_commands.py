@@ -40,6 +40,7 @@ def _calls(module, monkeypatch, argv: list[str]) -> list[list[str]]:
 
 @pytest.mark.parametrize("script,argv,expected", [
     ("diagnose_i", [], 2),  # both sets
+    ("diagnose_i", ["--only", "plan", "--plan-order", "no_call_first"], 2),  # the plan's order control
     ("diagnose_ii", [], None),  # every rung (the trajectory where checkpoints are on disk), then the report
 ])  # fmt: skip
 def test_every_diagnose_call_of_the_bench_commands_composes_and_checks(script, argv, expected, monkeypatch):
