@@ -112,7 +112,9 @@ def test_the_checkpoint_trajectory_section_shows_its_table_and_log_scale_png(tmp
 def test_a_gate_without_a_trainable_probe_says_why(tmp_path):
     atomic_write_json(tmp_path / "probes" / "results.json", {
         "n": 4, "layers": [0], "positions": [-1], "cosine": None,
-        "necessity": {"error": "the training labels hold one class only"}, "action": {"error": "one class"},
+        "necessity": {"mcc": [[0.0]], "n_train": 3, "n_test": 1}, "action": {"error": "one class"},
         "when2tool": {"necessity": {"error": "the training labels hold one class only"}, "action": None}})  # fmt: skip
+    (tmp_path / "probes" / "items.jsonl").write_text(json.dumps({"split": "test", "necessary": True, "called": True}))
     text = write_report(tmp_path).read_text()
     assert "Not run: When2Tool's necessity probe could not train (the training labels hold one class only)" in text
+    assert "the held-out split holds one necessity class only, so its MCC is 0 by definition" in text

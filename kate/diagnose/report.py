@@ -217,6 +217,9 @@ def _probe_section(results: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]
     for label in ("necessity", "action"):
         if "error" in results[label]:
             lines.append(f"- the paper's probe on the {label} label could not train: {results[label]['error']}")
+        held = {bool(r["necessary" if label == "necessity" else "called"]) for r in rows if r.get("split") == "test"}
+        if "mcc" in results[label] and len(held) == 1:
+            lines.append(f"- the held-out split holds one {label} class only, so its MCC is 0 by definition")
     if grids:
         best = {
             label: float(np.max(results[label]["mcc"])) for label in ("necessity", "action") if "mcc" in results[label]
