@@ -7,7 +7,7 @@ import json
 
 import numpy as np
 
-from kate.diagnose.report import plot_alluvial, write_report
+from kate.diagnose.report import _plan_order_note, plot_alluvial, write_report
 from kate.io import atomic_write_json
 
 
@@ -118,3 +118,11 @@ def test_a_gate_without_a_trainable_probe_says_why(tmp_path):
     text = write_report(tmp_path).read_text()
     assert "Not run: When2Tool's necessity probe could not train (the training labels hold one class only)" in text
     assert "the held-out split holds one necessity class only, so its MCC is 0 by definition" in text
+
+
+def test_the_plan_order_note_says_how_far_the_order_moves_the_plans():
+    first = {"order": "call_first", "plan_says_call": 0, "plans_parsed": 10}
+    control = {"order": "no_call_first", "plan_says_call": 9, "plans_parsed": 9}
+    assert _plan_order_note([first]) == []
+    note = _plan_order_note([first, control])[0]
+    assert "0 of 10 (0.0%)" in note and "9 of 9 (100.0%)" in note and "moves 100.0% of the plans" in note

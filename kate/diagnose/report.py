@@ -279,6 +279,19 @@ def _plan_section(plan: Mapping[str, Any]) -> list[str]:
             f"{plan['said_no_call_called']}.", ""]  # fmt: skip
 
 
+def _plan_order_note(plans: list[Mapping[str, Any]]) -> list[str]:
+    """Both orders ran: how far the share of plans that say "call" moves with the order of the forms the
+    instruction shows (a model that plans would say the same whichever form comes first)."""
+    by_order = {p.get("order", "call_first"): p for p in plans}
+    if set(by_order) != {"call_first", "no_call_first"}:
+        return []
+    first, control = by_order["call_first"], by_order["no_call_first"]
+    share = [p["plan_says_call"] / p["plans_parsed"] if p["plans_parsed"] else 0.0 for p in (first, control)]
+    return [f"Plans that say call: {first['plan_says_call']} of {first['plans_parsed']} ({_pct(share[0])}) when the "
+            f"call form is shown first, {control['plan_says_call']} of {control['plans_parsed']} ({_pct(share[1])}) "
+            f"when the no-call form is: the order alone moves {_pct(abs(share[1] - share[0]))} of the plans.", ""]
+
+
 def _gate_section(folder: Path, sweep: Mapping[str, Any], out: Path) -> list[str]:
     rows = sweep["rows"]
     held = "held-out items only" if sweep.get("held_out_only") else "all items"
@@ -435,6 +448,7 @@ def _knowing_doing_sections(out: Path, breakdown: Mapping[str, Any] | None) -> l
     plans = [p for p in (_load(out / "plan" / "summary.json"), _load(out / "plan_no_call_first" / "summary.json")) if p]
     for plan in plans:
         lines += _plan_section(plan)
+    lines += _plan_order_note(plans)
     if not plans:
         lines += ["## Plan vs execute", "", "Not run.", ""]
     gates = sorted(p for p in out.glob("gate_*") if (p / "sweep.json").exists())
