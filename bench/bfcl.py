@@ -11,9 +11,13 @@ same command after a crash or in a later session; finished entries are kept). Th
 Another model (a kate model name, `kate models install <name>` first): its runs and report go to
 bench/runs/models/<name>/ and bench/results/models/<name>/, the default model's stay where they are:
 
-    .venv/bin/python bench/bfcl.py --model qwen2.5-coder-1.5b-instruct-q4_k_m --arms direct,st --single 0 --multi 30
-    .venv/bin/python bench/bfcl.py --model qwen2.5-coder-1.5b-instruct-q4_k_m --arms direct,st_calls --interleave \
-        --single 20 --multi 0 --categories parallel,parallel_multiple
+    M=qwen2.5-coder-1.5b-instruct-q4_k_m   # what ran for it, in this order:
+    .venv/bin/python bench/bfcl.py --model $M --arms direct,st_calls --interleave --single 20 --multi 0 \
+        --categories parallel,parallel_multiple
+    .venv/bin/python bench/bfcl.py --model $M --arms st_calls_w8v --single 20 --multi 0 \
+        --categories parallel,parallel_multiple
+    .venv/bin/python bench/bfcl.py --model $M --arms direct,st_calls --interleave --single 20 --multi 0
+    .venv/bin/python bench/bfcl.py --model $M --arms direct,st --single 0 --multi 30 --interleave --multi-first
 
 Seeds for a width arm: --seeds 0,1,2 (each seed its own folder). Reports, re-scoring, old folders:
 
