@@ -50,7 +50,8 @@ RESULTS = ROOT / "bench" / "results"
 RUNS = ROOT / "bench" / "runs"
 
 # Every benchmark arm, in report order (the first is the base of the paired comparisons).
-ARMS = ("direct", "st", "st_w8", "st_w8v", "w8v", "es", "sic", "tic", "st_calls", "st_calls_w8v", "st_counts")
+ARMS = ("direct", "st", "st_w8", "st_w8v", "w8v", "es", "sic", "tic", "st_calls", "st_calls_w8v", "st_counts",
+        "st_kate")
 COMMON_CATEGORY = "multi_turn_base"
 COMMON_ARMS = ("direct", "st_w8", "st_w8v")  # no knowledge / ST + width 8 majority / ST + width 8 schema-valid
 COMMON_PAIRS = (("st_w8", "st_w8v"), ("direct", "st_w8"), ("direct", "st_w8v"))  # (A, B): B minus A

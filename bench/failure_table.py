@@ -47,6 +47,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
 
 from hydra import compose, initialize_config_dir  # noqa: E402
 from hydra.utils import instantiate  # noqa: E402
@@ -60,6 +61,7 @@ from kate.eval.run_store import load_run  # noqa: E402
 from kate.eval.runner import open_run, run_task  # noqa: E402
 from kate.io import atomic_write_json, atomic_write_text  # noqa: E402
 from kate.tasks.bfcl import BFCLTask  # noqa: E402
+from bfcl import DEFAULT_MODEL  # noqa: E402
 
 RUNS = ROOT / "bench" / "runs" / "train_folds"
 RESULT = ROOT / "bench" / "results" / "failure_table"
@@ -91,7 +93,9 @@ ARMS = {"direct": ("direct", []), "direct_answer": ("direct", TURN_END), "patter
                                           "+knowledge.single_turn.distinct_call_counts=true"]),
         # the same without the function-count match (any several-call example, the nearest first)
         "multi_call_loose": ("pattern", [PATTERN_LIST, "+knowledge.single_turn.only_multi_call=true",
-                                         "knowledge.single_turn.threshold=0.0"])}
+                                         "knowledge.single_turn.threshold=0.0"]),
+        # multi-turn ST as shipped (top-1 at cosine >= 0.7) and with the KATE authors' values (top-3 at >= 0.5)
+        "st": ("st", []), "st_kate": ("st_kate", [])}
 FS_FUNCTIONS = {"cd", "ls", "mv", "cp", "cat", "rm", "rmdir", "mkdir", "touch", "grep", "tail", "wc", "sort", "diff",
                 "du", "find", "echo"}  # fmt: skip
 FIXABLE = {  # kind -> (could an example fix it?, how)
@@ -110,20 +114,30 @@ FIXABLE = {  # kind -> (could an example fix it?, how)
 }
 
 
-def compose_arm(arm: str) -> dict:
+def places(model: str | None) -> tuple[Path, Path]:
+    """(run folders, results stem) of a model: the default model's bench/runs/train_folds and
+    bench/results/failure_table; another model's under models/<name>/ in both."""
+    if model in (None, DEFAULT_MODEL):
+        return RUNS, RESULT
+    return RUNS / "models" / model, RESULT.parent / "models" / model / RESULT.name
+
+
+def compose_arm(arm: str, model: str | None = None) -> dict:
+    over = [f"llm.model={model}"] if model not in (None, DEFAULT_MODEL) else []
     with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
         return plain(compose("eval", overrides=[f"arm={ARMS[arm][0]}", f"name={arm}", "split=train", *LLM_OVERRIDES,
-                                                *ARMS[arm][1]]))  # fmt: skip
+                                                *ARMS[arm][1], *over]))  # fmt: skip
 
 
-def run(arm: str, model, single: int, multi: int, categories: tuple[str, ...] = SINGLE_TURN) -> None:
-    c = compose_arm(arm)
+def run(arm: str, model, single: int, multi: int, categories: tuple[str, ...] = SINGLE_TURN,
+        model_name: str | None = None) -> None:
+    c = compose_arm(arm, model_name)
     entries = [e for cat in categories for e in load_entries(cat, "train", single)] if single else []
     entries += load_entries("multi_turn_base", "train", multi) if multi else []  # the long part last
     settings = loop_settings(c)
     policy = build_policy(model, c["sampling"], c["knowledge"], settings)
     task = BFCLTask(entries, "train")
-    store = open_run(RUNS / arm / "seed_0", arm=arm, task=task, policy=policy, seed=0,
+    store = open_run(places(model_name)[0] / arm / "seed_0", arm=arm, task=task, policy=policy, seed=0,
                      config=arm_config(c["llm"], c["sampling"], c["knowledge"], settings))  # fmt: skip
     run_task(task, policy, store, seed=0, desc=f"{arm} (train folds)")
 
@@ -172,17 +186,19 @@ def turn_kinds(turn: dict) -> list[str]:
     return kinds
 
 
-def report() -> dict:
-    out: dict = {"split": "train", "arms": {}, "fixable": {k: {"example": a, "how": b} for k, (a, b) in FIXABLE.items()}}
+def report(model_name: str | None = None) -> dict:
+    runs, result = places(model_name)
+    out: dict = {"split": "train", "model": model_name or DEFAULT_MODEL, "arms": {},
+                 "fixable": {k: {"example": a, "how": b} for k, (a, b) in FIXABLE.items()}}
     for arm in ARMS:
-        folder = RUNS / arm / "seed_0"
+        folder = runs / arm / "seed_0"
         if not (folder / "records.jsonl").exists():
             continue
         _, records = load_run(folder)
         expected = {e.id: e for cat in {r["category"] for r in records} for e in load_entries(cat, "train")}
         single: dict = defaultdict(lambda: {"n": 0, "failed": 0, "kinds": Counter()})
         multi = {"dialogues": 0, "solved": 0, "turns": 0, "turns_passed": 0, "turn_ends": Counter(), "kinds": Counter(),
-                 "dialogue_errors": Counter()}  # fmt: skip
+                 "dialogue_errors": Counter(), "turns_with_knowledge": 0}  # fmt: skip
         for r in records:
             if r["category"].startswith("multi_turn"):
                 multi["dialogues"] += 1
@@ -193,6 +209,7 @@ def report() -> dict:
                     multi["dialogue_errors"][str(r.get("error_type"))] += 1
                 for turn in _value(r, "turns") or []:
                     multi["turn_ends"][str(turn.get("end_reason"))] += 1
+                    multi["turns_with_knowledge"] += bool(turn.get("knowledge"))
                     multi["kinds"].update(turn_kinds(turn))
                 continue
             row = single[r["category"]]
@@ -204,13 +221,17 @@ def report() -> dict:
         valid = {r["id"]: bool(_value(r, "valid")) for r in records}
         out.setdefault("_valid", {})[arm] = valid
         out.setdefault("_reached", {})[arm] = {r["id"]: bool(r.get("knowledge")) for r in records}
+        out.setdefault("_turns", {})[arm] = {r["id"]: int(_value(r, "turns_passed") or 0) for r in records
+                                             if r["category"].startswith("multi_turn")}
         out["arms"][arm] = {"single_turn": {c: {**v, "kinds": dict(v["kinds"])} for c, v in sorted(single.items())},
                             "multi_turn_base": {k: dict(v) if isinstance(v, Counter) else v for k, v in multi.items()}}
     out["paired"] = paired(out.pop("_valid", {}), out.pop("_reached", {}))
-    out["multi_call_p"] = multi_call_p_sweep()
-    out["multi_call_counts_p"] = multi_call_p_sweep("multi_call_counts")
-    atomic_write_json(RESULT.with_suffix(".json"), out)
-    atomic_write_text(RESULT.with_suffix(".md"), markdown(out))
+    out["multi_turn_paired"] = multi_turn_paired(out.pop("_turns", {}))
+    out["multi_call_p"] = multi_call_p_sweep(GATE_ARM, runs, model_name)
+    out["multi_call_counts_p"] = multi_call_p_sweep("multi_call_counts", runs, model_name)
+    result.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_json(result.with_suffix(".json"), out)
+    atomic_write_text(result.with_suffix(".md"), markdown(out))
     return out
 
 
@@ -218,19 +239,19 @@ GATE_ARM = "multi_call"  # its records at multi_call_p = 0.5 give every higher t
 GATE_PS = (0.5, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9)
 
 
-def multi_call_p_sweep(arm: str = GATE_ARM) -> list[dict] | None:
+def multi_call_p_sweep(arm: str = GATE_ARM, runs: Path = RUNS, model_name: str | None = None) -> list[dict] | None:
     """The call-count gate's threshold read off ``arm``'s records (run at p = 0.5): an entry its
     knowledge reached is still reached at threshold t when the predictor's p >= t; below it the entry gets
     no knowledge, i.e. direct's greedy answer. Fixed / broken against direct per threshold."""
-    folder = RUNS / arm / "seed_0"
-    if not (folder / "records.jsonl").exists() or not (RUNS / "direct" / "seed_0" / "records.jsonl").exists():
+    folder = runs / arm / "seed_0"
+    if not (folder / "records.jsonl").exists() or not (runs / "direct" / "seed_0" / "records.jsonl").exists():
         return None
     from kate.retrieval.config import RetrievalConfig  # noqa: PLC0415
     from kate.retrieval.retriever import Retriever  # noqa: PLC0415
 
-    c = compose_arm(arm)["knowledge"]["single_turn"]
+    c = compose_arm(arm, model_name)["knowledge"]["single_turn"]
     model = Retriever.from_config(RetrievalConfig(**{k: v for k, v in c.items() if not k.startswith("_")})).call_count_model()
-    direct = {r["id"]: bool(_value(r, "valid")) for r in load_run(RUNS / "direct" / "seed_0")[1]}
+    direct = {r["id"]: bool(_value(r, "valid")) for r in load_run(runs / "direct" / "seed_0")[1]}
     _, records = load_run(folder)
     questions = {e.id: " ".join(m["content"] for m in e.turns[0] if m.get("role") == "user")
                  for cat in {r["category"] for r in records} for e in load_entries(cat, "train")}  # fmt: skip
@@ -239,6 +260,21 @@ def multi_call_p_sweep(arm: str = GATE_ARM) -> list[dict] | None:
     return [{"p": t, "reached": int(sum(p >= t for p, _, _ in reached)),
              "fixed": int(sum(p >= t and ok and not base for p, ok, base in reached)),
              "broken": int(sum(p >= t and base and not ok for p, ok, base in reached))} for t in GATE_PS]
+
+
+def multi_turn_paired(turns: dict[str, dict[str, int]]) -> dict:
+    """Each arm's turns passed against ``direct``'s on the multi-turn dialogues both ran: better / worse
+    dialogues and the turns passed in all."""
+    base = turns.get("direct", {})
+    out = {}
+    for arm, mine in turns.items():
+        common = sorted(set(mine) & set(base))
+        if arm == "direct" or not common:
+            continue
+        out[arm] = {"dialogues": len(common), "better": sum(mine[i] > base[i] for i in common),
+                    "worse": sum(mine[i] < base[i] for i in common), "turns_passed": sum(mine[i] for i in common),
+                    "direct_turns_passed": sum(base[i] for i in common)}
+    return out
 
 
 def paired(valid: dict[str, dict[str, bool]], reached: dict[str, dict[str, bool]] | None = None) -> dict:
@@ -266,9 +302,12 @@ def paired(valid: dict[str, dict[str, bool]], reached: dict[str, dict[str, bool]
 
 
 def markdown(out: dict) -> str:
-    lines = ["# What the default model gets wrong on BFCL's training halves", "",
-             "Regenerate: `.venv/bin/python bench/failure_table.py --report-only` (records in bench/runs/train_folds/). "
-             "Greedy, no knowledge, qwen2.5-coder-0.5b-instruct-q4_k_m; the first N train-half entries per category.", ""]  # fmt: skip
+    model = out.get("model", DEFAULT_MODEL)
+    flag = "" if model == DEFAULT_MODEL else f" --model {model}"
+    lines = [f"# What {model} gets wrong on BFCL's training halves", "",
+             f"Regenerate: `.venv/bin/python bench/failure_table.py --report-only{flag}` (records in "
+             f"bench/runs/train_folds/{'' if not flag else 'models/' + model + '/'}). Greedy; the first N train-half "
+             "entries per category.", ""]  # fmt: skip
     for arm, data in out["arms"].items():
         lines += [f"## {arm}", "", "| category | n | failed | failures by kind |", "|---|---:|---:|---|"]
         for cat, row in data["single_turn"].items():
@@ -277,7 +316,7 @@ def markdown(out: dict) -> str:
         m = data["multi_turn_base"]
         if m["dialogues"]:
             lines += ["", f"multi_turn_base: {m['dialogues']} dialogues, {m['solved']} solved, "
-                          f"{m['turns_passed']} of {m['turns']} turns passed; turn ends {json.dumps(m['turn_ends'])}; "
+                          f"{m['turns_passed']} of {m['turns']} turns passed; knowledge in {m.get('turns_with_knowledge', 0)} turns; turn ends {json.dumps(m['turn_ends'])}; "
                           f"turn failures {json.dumps(m['kinds'])}; dialogue errors {json.dumps(m['dialogue_errors'])}"]  # fmt: skip
         lines.append("")
     for arm, per in out.get("paired", {}).items():
@@ -287,6 +326,10 @@ def markdown(out: dict) -> str:
         lines += [f"| {c} | {r['n']} | {r['direct']} | {r['arm']} | {r['fixed']} | {r['broken']} | {r.get('reached', '-')} |"
                   for c, r in per.items()]  # fmt: skip
         lines.append("")
+    for arm, m in out.get("multi_turn_paired", {}).items():
+        lines += [f"## {arm} against direct (the same multi_turn_base dialogues)", "",
+                  f"{m['dialogues']} dialogues: better in {m['better']}, worse in {m['worse']}; turns passed "
+                  f"{m['turns_passed']} ({arm}) vs {m['direct_turns_passed']} (direct).", ""]  # fmt: skip
     for key, arm in (("multi_call_p", GATE_ARM), ("multi_call_counts_p", "multi_call_counts")):
         if not out.get(key):
             continue
@@ -305,14 +348,19 @@ def main() -> None:
     parser.add_argument("--single", type=int, default=20, help="train-half entries per single-turn category")
     parser.add_argument("--multi", type=int, default=10, help="train-half multi_turn_base dialogues")
     parser.add_argument("--categories", default=",".join(SINGLE_TURN), help="single-turn categories (comma-separated)")
+    parser.add_argument("--model", default=None, help="a kate model name (default: the default model); another "
+                        "model's folders go under models/<name>/")
     parser.add_argument("--report-only", action="store_true")
     args = parser.parse_args()
     if not args.report_only:
         arms = [a for a in args.arms.split(",") if a]
-        model = instantiate(compose_arm(arms[0])["llm"])
+        unknown = [a for a in arms if a not in ARMS]
+        if unknown:
+            raise SystemExit(f"unknown arm(s) {unknown}; arms: {', '.join(ARMS)}")
+        model = instantiate(compose_arm(arms[0], args.model)["llm"])
         for arm in arms:
-            run(arm, model, args.single, args.multi, tuple(c for c in args.categories.split(",") if c))
-    out = report()
+            run(arm, model, args.single, args.multi, tuple(c for c in args.categories.split(",") if c), args.model)
+    out = report(args.model)
     for arm, data in out["arms"].items():
         print(arm, json.dumps(data["multi_turn_base"]), {c: r["failed"] for c, r in data["single_turn"].items()})
 

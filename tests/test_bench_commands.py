@@ -100,3 +100,18 @@ def test_bfcl_bench_keeps_another_models_runs_apart():
     c = bfcl.compose_arm("st", "qwen2.5-coder-1.5b-instruct-q4_k_m")
     assert c["llm"]["model"] == "qwen2.5-coder-1.5b-instruct-q4_k_m" and c["llm"]["max_parallel"] == 8
     assert c["knowledge"] == bfcl.compose_arm("st")["knowledge"]  # the arm is the same, only the model differs
+
+
+def test_failure_table_keeps_another_models_train_fold_runs_apart_and_pairs_dialogues():
+    table = _bench("failure_table")
+    assert table.places(None) == (table.RUNS, table.RESULT)
+    runs, result = table.places("qwen2.5-coder-1.5b-instruct-q4_k_m")
+    assert runs == table.RUNS / "models" / "qwen2.5-coder-1.5b-instruct-q4_k_m"
+    assert result == table.RESULT.parent / "models" / "qwen2.5-coder-1.5b-instruct-q4_k_m" / "failure_table"
+    kate_arm = table.compose_arm("st_kate", "qwen2.5-coder-1.5b-instruct-q4_k_m")
+    assert kate_arm["llm"]["model"] == "qwen2.5-coder-1.5b-instruct-q4_k_m" and kate_arm["split"] == "train"
+    shipped = table.compose_arm("st")["knowledge"]["multi_turn"]
+    assert (shipped["top_k"], shipped["threshold"]) == (1, 0.7)
+    assert (kate_arm["knowledge"]["multi_turn"]["top_k"], kate_arm["knowledge"]["multi_turn"]["threshold"]) == (3, 0.5)
+    paired = table.multi_turn_paired({"direct": {"a": 1, "b": 2, "c": 0}, "st": {"a": 2, "b": 1, "c": 0, "d": 5}})
+    assert paired == {"st": {"dialogues": 3, "better": 1, "worse": 1, "turns_passed": 3, "direct_turns_passed": 3}}
