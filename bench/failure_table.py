@@ -316,7 +316,8 @@ def markdown(out: dict) -> str:
         m = data["multi_turn_base"]
         if m["dialogues"]:
             lines += ["", f"multi_turn_base: {m['dialogues']} dialogues, {m['solved']} solved, "
-                          f"{m['turns_passed']} of {m['turns']} turns passed; knowledge in {m.get('turns_with_knowledge', 0)} turns; turn ends {json.dumps(m['turn_ends'])}; "
+                          f"{m['turns_passed']} of {m['turns']} turns passed; knowledge in "
+                          f"{m.get('turns_with_knowledge', 0)} turns; turn ends {json.dumps(m['turn_ends'])}; "
                           f"turn failures {json.dumps(m['kinds'])}; dialogue errors {json.dumps(m['dialogue_errors'])}"]  # fmt: skip
         lines.append("")
     for arm, per in out.get("paired", {}).items():
