@@ -100,3 +100,25 @@ def test_the_several_call_preset_reaches_a_parallel_request_and_not_a_simple_one
     simple = load_entries("simple_python", "test", 1)[0]
     request = " ".join(m["content"] for m in simple.turns[0] if m["role"] == "user")
     assert knowledge(request, [], knowledge_context(simple)) is None
+
+
+def test_a_training_dialogue_never_retrieves_its_own_turn_through_a_sibling_variant(kb):
+    """BFCL's miss_func / miss_param / long_context N repeat base N's turns: excluding only the entry's
+    own id showed multi_turn_base_0 its own answer, stored under multi_turn_long_context_0."""
+    from omegaconf import OmegaConf
+
+    from kate.bfcl.data import load_entries
+    from kate.tasks.bfcl import knowledge_context
+
+    values = OmegaConf.to_container(OmegaConf.load(SHIPPED.parents[1] / "conf/retrieval/multi_turn_kate.yaml"))
+    retriever = Retriever(kb, embedder(), RetrievalConfig(**{k: v for k, v in values.items() if not k.startswith("_")}))
+    entry = load_entries("multi_turn_base", "train", 1)[0]
+    context = knowledge_context(entry)
+    assert set(context.exclude_ids) == {f"{c}_0" for c in ("multi_turn_base", "multi_turn_miss_func",
+                                                           "multi_turn_miss_param", "multi_turn_long_context")}
+    request = " ".join(m["content"] for m in entry.turns[0] if m["role"] == "user")
+    leaked = retriever.retrieve(request, api_classes=context.api_classes, exclude_ids=("multi_turn_base_0",))
+    index = lambda source: source.split("#")[0].rsplit("_", 1)[1]  # noqa: E731
+    assert any(index(h.entry.source_ids[0]) == "0" for h in leaked)  # the leak this guards against
+    hits = retriever.retrieve(request, api_classes=context.api_classes, exclude_ids=context.exclude_ids)
+    assert hits and not any(index(s) == "0" for h in hits for s in h.entry.source_ids)

@@ -72,6 +72,15 @@ class BFCLEntry:
         return functions_to_tools(self.functions)
 
     @property
+    def variant_ids(self) -> tuple[str, ...]:
+        """This entry's id and, for multi-turn, its variants': BFCL derives miss_func / miss_param /
+        long_context N from base N (same index, mostly the same turns), so an entry's own answer is also
+        stored under its siblings' ids; leaving out only the entry's own id leaks it (training halves)."""
+        if not self.is_multi_turn:
+            return (self.id,)
+        return tuple(f"{category}_{self.index}" for category in MULTI_TURN)
+
+    @property
     def missed_functions(self) -> dict[int, list[dict[str, Any]]]:
         """miss_func: turn index -> function docs that only arrive at that turn."""
         return {int(k): v for k, v in (self.raw.get("missed_function") or {}).items()}

@@ -33,7 +33,7 @@ def knowledge_context(entry: BFCLEntry) -> KnowledgeContext:
     if entry.is_multi_turn:
         later = [{"name": f["name"]} for fs in entry.missed_functions.values() for f in fs]
         return KnowledgeContext("multi_turn", api_classes=tuple(entry.involved_classes),
-                                tools=(*entry.tools, *later), exclude_ids=(entry.id,))  # fmt: skip
+                                tools=(*entry.tools, *later), exclude_ids=entry.variant_ids)  # fmt: skip
     return KnowledgeContext("single_turn", api_classes=(), tools=tuple(entry.tools), exclude_ids=(entry.id,))
 
 
