@@ -30,6 +30,11 @@
     .venv/bin/python bench/failure_table.py --arms multi_call_counts --single 12 --multi 0 --categories <all 13 single-turn>
     .venv/bin/python bench/failure_table.py --report-only
 
+The second model (its folders under models/<name>/): multi-turn ST as shipped against the KATE authors'
+top-3 at >= 0.5 (``st_kate``), after the variant leak was closed (kate.bfcl.data.BFCLEntry.variant_ids):
+
+    .venv/bin/python bench/failure_table.py --model qwen2.5-coder-1.5b-instruct-q4_k_m --arms direct,st,st_kate --single 0 --multi 16
+
 Writes ``bench/results/failure_table.{json,md}``: per single-turn category the failures by kind; per
 multi-turn dialogue the turn ends and the argument-form failures; the "could an example fix it"
 column is a judgement per kind, stated in ``FIXABLE`` (not measured here; the selection runs of
