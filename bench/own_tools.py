@@ -31,6 +31,10 @@ turn-end counts (``kate.tasks.own_tools.summarize``), the split named.
     .venv/bin/python bench/own_tools.py --arms direct_answer   # then st_answer, direct_answer_exact
     .venv/bin/python bench/own_tools.py --split test --arms direct_answer   # then sft_answer
     .venv/bin/python bench/own_tools.py --report-only          # --split test for the test half's file
+    .venv/bin/python bench/own_tools.py --model qwen2.5-coder-1.5b-instruct-q4_k_m --split test --arms direct_answer
+
+``--model`` (a kate model name, installed) runs another model: its runs go to
+``bench/runs/models/<name>/own_tools/``, its figures to ``bench/results/models/<name>/own_tools_<split>.json``.
 
 What ran (2 shared CPU cores): ``--arms direct`` (all 32, 37 min); ``--arms w8v --limit 4`` under a
 16-minute ``timeout`` (~7 minutes a question at width 8), so w8v's n is what finished: indicative only.
@@ -77,34 +81,48 @@ ARMS = {"direct": ("greedy", []), "w8v": ("width", []), "direct_answer": ("greed
 RUNS = {"train": ROOT / "bench" / "runs" / "own_tools", "test": ROOT / "bench" / "runs" / "own_tools" / "test"}
 RESULT = {"train": ROOT / "bench" / "results" / "own_tools_baseline.json",
           "test": ROOT / "bench" / "results" / "own_tools_test.json"}  # fmt: skip
+DEFAULT_MODEL = "qwen2.5-coder-0.5b-instruct-q4_k_m"  # conf/llm/llamacpp.yaml's
+
+
+def places(split: str, model: str | None) -> tuple[Path, Path]:
+    """(run folders, results file) of a split: the default model's as above, another model's under
+    bench/runs/models/<name>/own_tools/ and bench/results/models/<name>/own_tools_<split>.json."""
+    if model in (None, DEFAULT_MODEL):
+        return RUNS[split], RESULT[split]
+    runs = ROOT / "bench" / "runs" / "models" / model / "own_tools"
+    result = ROOT / "bench" / "results" / "models" / model / f"own_tools_{split}.json"
+    return (runs if split == "train" else runs / "test"), result
 # max_steps=4 (kate eval's default is 20): room for two calls, an answer and one more; a model that never
 # answers spends its steps on new calls (10 km -> m, then 10000 km -> m, ...), 20 of them ~4 minutes
 # a question on 2 CPU cores.
 OVERRIDES = ["llm.n_ctx=8192", "llm.max_parallel=8", "max_steps=4", "categories=[own_tools]", "limit=null"]
 
 
-def compose_arm(arm: str, split: str) -> dict:
+def compose_arm(arm: str, split: str, model_name: str | None = None) -> dict:
     sampling, loop = ARMS[arm]
+    over = [f"llm.model={model_name}"] if model_name not in (None, DEFAULT_MODEL) else []
     with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
         return plain(compose("eval", overrides=[f"sampling={sampling}", f"name={arm}", f"split={split}", *OVERRIDES,
-                                                *loop]))  # fmt: skip
+                                                *loop, *over]))  # fmt: skip
 
 
-def run(arm: str, model, split: str, limit: int | None = None) -> float:
-    c = compose_arm(arm, split)
+def run(arm: str, model, split: str, limit: int | None = None, model_name: str | None = None) -> float:
+    c = compose_arm(arm, split, model_name)
     settings = loop_settings(c)
     knowledge = c.get("knowledge")
     policy = build_policy(model, c["sampling"], knowledge, settings)
     task = OwnToolsTask(split=split, limit=limit)
     start = time.perf_counter()
-    run_arm(arm, task, policy, RUNS[split] / arm, seeds=[0], config=arm_config(c["llm"], c["sampling"], knowledge, settings))
+    config = arm_config(c["llm"], c["sampling"], knowledge, settings)
+    run_arm(arm, task, policy, places(split, model_name)[0] / arm, seeds=[0], config=config)
     return round(time.perf_counter() - start, 1)
 
 
-def report(seconds: dict[str, float], split: str) -> dict:
+def report(seconds: dict[str, float], split: str, model_name: str | None = None) -> dict:
+    runs, result = places(split, model_name)
     arms = {}
     for arm in ARMS:
-        folder = RUNS[split] / arm / "seed_0"
+        folder = runs / arm / "seed_0"
         if not (folder / "records.jsonl").exists():
             continue
         meta, records = load_run(folder)
@@ -113,10 +131,10 @@ def report(seconds: dict[str, float], split: str) -> dict:
                      "model": meta["policy"]["model"].get("name"), **figures}  # fmt: skip
         if arm in seconds:
             arms[arm]["seconds_this_run"] = seconds[arm]
-    where = RUNS[split].relative_to(ROOT)
+    where, who = runs.relative_to(ROOT), model_name or "default model"
     out = {"task": "own_tools", "split": split, "content_sha256": content_sha256(), "arms": arms,
-           "note": f"untrained default model; records in {where}/<arm>/seed_0/"}  # fmt: skip
-    atomic_write_json(RESULT[split], out)
+           "note": f"untrained {who}; records in {where}/<arm>/seed_0/"}  # fmt: skip
+    atomic_write_json(result, out)
     return out
 
 
@@ -125,6 +143,7 @@ def main() -> None:
     parser.add_argument("--arms", default="direct", help="comma-separated: " + ", ".join(ARMS))
     parser.add_argument("--limit", type=int, default=None, help="the first N questions (default: all 32)")
     parser.add_argument("--split", default="train", choices=sorted(RUNS), help="train (choose here) | test (once)")
+    parser.add_argument("--model", default=None, help=f"a kate model name (default {DEFAULT_MODEL})")
     parser.add_argument("--report-only", action="store_true")
     args = parser.parse_args()
     seconds: dict[str, float] = {}
@@ -133,13 +152,13 @@ def main() -> None:
         unknown = [a for a in arms if a not in ARMS]
         if unknown:
             raise SystemExit(f"unknown arm(s) {unknown}; arms: {', '.join(ARMS)}")
-        llms = {json.dumps(compose_arm(a, args.split)["llm"], sort_keys=True) for a in arms}
+        llms = {json.dumps(compose_arm(a, args.split, args.model)["llm"], sort_keys=True) for a in arms}
         if len(llms) > 1:
             raise SystemExit(f"arms {arms} need different model clients: run them one command each")
-        model = instantiate(compose_arm(arms[0], args.split)["llm"])
+        model = instantiate(compose_arm(arms[0], args.split, args.model)["llm"])
         for arm in arms:
-            seconds[arm] = run(arm, model, args.split, args.limit)
-    out = report(seconds, args.split)
+            seconds[arm] = run(arm, model, args.split, args.limit, args.model)
+    out = report(seconds, args.split, args.model)
     for arm, row in out["arms"].items():
         print(f"{arm}: n={row['n']} call_ok={row.get('call_ok_share')} answer_ok={row.get('answer_ok_share')} "
               f"turn_ends={row.get('turn_ends')}")  # fmt: skip

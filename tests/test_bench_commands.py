@@ -102,6 +102,18 @@ def test_bfcl_bench_keeps_another_models_runs_apart():
     assert c["knowledge"] == bfcl.compose_arm("st")["knowledge"]  # the arm is the same, only the model differs
 
 
+def test_own_tools_bench_keeps_another_models_runs_apart():
+    own = _bench("own_tools")
+    assert own.places("test", None) == (own.RUNS["test"], own.RESULT["test"])
+    assert own.places("train", own.DEFAULT_MODEL) == (own.RUNS["train"], own.RESULT["train"])
+    runs, result = own.places("test", "qwen2.5-coder-1.5b-instruct-q4_k_m")
+    assert runs == ROOT / "bench" / "runs" / "models" / "qwen2.5-coder-1.5b-instruct-q4_k_m" / "own_tools" / "test"
+    assert result.name == "own_tools_test.json" and result.parent.name == "qwen2.5-coder-1.5b-instruct-q4_k_m"
+    default, other = own.compose_arm("direct_answer", "test"), own.compose_arm("direct_answer", "test", "m")
+    assert default["llm"]["model"] == own.DEFAULT_MODEL and other["llm"]["model"] == "m"
+    assert {k: v for k, v in other.items() if k != "llm"} == {k: v for k, v in default.items() if k != "llm"}
+
+
 def test_failure_table_keeps_another_models_train_fold_runs_apart_and_pairs_dialogues():
     table = _bench("failure_table")
     assert table.places(None) == (table.RUNS, table.RESULT)
