@@ -82,6 +82,10 @@ RUNS = {"train": ROOT / "bench" / "runs" / "own_tools", "test": ROOT / "bench" /
 RESULT = {"train": ROOT / "bench" / "results" / "own_tools_baseline.json",
           "test": ROOT / "bench" / "results" / "own_tools_test.json"}  # fmt: skip
 DEFAULT_MODEL = "qwen2.5-coder-0.5b-instruct-q4_k_m"  # conf/llm/llamacpp.yaml's
+# max_steps=4 (kate eval's default is 20): room for two calls, an answer and one more; a model that never
+# answers spends its steps on new calls (10 km -> m, then 10000 km -> m, ...), 20 of them ~4 minutes
+# a question on 2 CPU cores.
+OVERRIDES = ["llm.n_ctx=8192", "llm.max_parallel=8", "max_steps=4", "categories=[own_tools]", "limit=null"]
 
 
 def places(split: str, model: str | None) -> tuple[Path, Path]:
@@ -92,10 +96,6 @@ def places(split: str, model: str | None) -> tuple[Path, Path]:
     runs = ROOT / "bench" / "runs" / "models" / model / "own_tools"
     result = ROOT / "bench" / "results" / "models" / model / f"own_tools_{split}.json"
     return (runs if split == "train" else runs / "test"), result
-# max_steps=4 (kate eval's default is 20): room for two calls, an answer and one more; a model that never
-# answers spends its steps on new calls (10 km -> m, then 10000 km -> m, ...), 20 of them ~4 minutes
-# a question on 2 CPU cores.
-OVERRIDES = ["llm.n_ctx=8192", "llm.max_parallel=8", "max_steps=4", "categories=[own_tools]", "limit=null"]
 
 
 def compose_arm(arm: str, split: str, model_name: str | None = None) -> dict:
