@@ -19,7 +19,7 @@ bench/runs/models/<name>/ and bench/results/models/<name>/, the default model's 
         --categories parallel,parallel_multiple
     .venv/bin/python bench/bfcl.py --model $M --arms direct,st_calls --interleave --single 20 --multi 0
     .venv/bin/python bench/bfcl.py --model $M --arms direct,st --single 0 --multi 30 --interleave --multi-first
-    .venv/bin/python bench/bfcl.py --model $M --arms st_calls_w8v --single 20 --multi 0   # 159 of 228 so far
+    .venv/bin/python bench/bfcl.py --model $M --arms st_calls_w8v --single 20 --multi 0   # 185 of 228 so far
 
 Seeds for a width arm: --seeds 0,1,2 (each seed its own folder). Reports, re-scoring, old folders:
 
