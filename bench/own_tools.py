@@ -50,6 +50,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
 
 from hydra import compose, initialize_config_dir  # noqa: E402
 from hydra.utils import instantiate  # noqa: E402
@@ -61,6 +62,7 @@ from kate.eval.config import plain  # noqa: E402
 from kate.eval.run_store import load_run  # noqa: E402
 from kate.io import atomic_write_json  # noqa: E402
 from kate.tasks.own_tools import OwnToolsTask, content_sha256, summarize  # noqa: E402
+from bfcl import DEFAULT_MODEL  # noqa: E402
 
 TURN_END = ["repeat_policy=answer", "repeat_match=fed", "answer_at_max_steps=true"]
 ARMS = {"direct": ("greedy", []), "w8v": ("width", []), "direct_answer": ("greedy", TURN_END),
@@ -81,7 +83,6 @@ ARMS = {"direct": ("greedy", []), "w8v": ("width", []), "direct_answer": ("greed
 RUNS = {"train": ROOT / "bench" / "runs" / "own_tools", "test": ROOT / "bench" / "runs" / "own_tools" / "test"}
 RESULT = {"train": ROOT / "bench" / "results" / "own_tools_baseline.json",
           "test": ROOT / "bench" / "results" / "own_tools_test.json"}  # fmt: skip
-DEFAULT_MODEL = "qwen2.5-coder-0.5b-instruct-q4_k_m"  # conf/llm/llamacpp.yaml's
 # max_steps=4 (kate eval's default is 20): room for two calls, an answer and one more; a model that never
 # answers spends its steps on new calls (10 km -> m, then 10000 km -> m, ...), 20 of them ~4 minutes
 # a question on 2 CPU cores.
