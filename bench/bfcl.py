@@ -43,6 +43,7 @@ from hydra import compose, initialize_config_dir  # noqa: E402
 from hydra.utils import instantiate  # noqa: E402
 
 import kate.configs  # noqa: E402,F401  (the typed job schemas)
+from bench_model import DEFAULT_MODEL, model_folder, model_overrides  # noqa: E402
 from bfcl_report import ARMS, DEFAULT_MODEL_NOTE, RESULTS, RUNS, report  # noqa: E402
 from kate.bfcl.data import SINGLE_TURN, load_entries  # noqa: E402
 from kate.cli import CONF_DIR  # noqa: E402
@@ -61,24 +62,20 @@ MULTI_ONLY = {"es", "sic", "tic"}  # ES / SIC / TIC were written for the multi-t
 # rule (kate.eval.revote: exactly what a live run would choose from the same request); their
 # multi-turn dialogues run live, since another choice changes every later step.
 REVOTED_FROM = {"st_w8v": "st_w8"}
-DEFAULT_MODEL = "qwen2.5-coder-0.5b-instruct-q4_k_m"  # conf/llm/llamacpp.yaml's
 
 
 def places(model: str | None) -> tuple[Path, Path]:
     """(run folders, results) of a model: the default model's bench/runs and bench/results; another
     model's bench/runs/models/<name> and bench/results/models/<name>."""
-    if model in (None, DEFAULT_MODEL):
-        return RUNS, RESULTS
-    return RUNS / "models" / model, RESULTS / "models" / model
+    return model_folder(RUNS, model), model_folder(RESULTS, model)
 
 
 def compose_arm(arm: str, model: str | None = None) -> dict:
     """The arm's resolved config, as `kate eval arm=<arm>` composes it (``llm.model=<model>`` when given)."""
     if arm not in ARMS:
         raise SystemExit(f"unknown arm {arm!r}; arms: {', '.join(ARMS)}")
-    over = [f"llm.model={model}"] if model not in (None, DEFAULT_MODEL) else []
     with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
-        return plain(compose("eval", overrides=[f"arm={arm}", *LLM_OVERRIDES, *over]))
+        return plain(compose("eval", overrides=[f"arm={arm}", *LLM_OVERRIDES, *model_overrides(model)]))
 
 
 def report_of(model_name: str | None) -> dict:

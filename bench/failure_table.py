@@ -66,7 +66,7 @@ from kate.eval.run_store import load_run  # noqa: E402
 from kate.eval.runner import open_run, run_task  # noqa: E402
 from kate.io import atomic_write_json, atomic_write_text  # noqa: E402
 from kate.tasks.bfcl import BFCLTask  # noqa: E402
-from bfcl import DEFAULT_MODEL  # noqa: E402
+from bench_model import DEFAULT_MODEL, model_folder, model_overrides  # noqa: E402
 
 RUNS = ROOT / "bench" / "runs" / "train_folds"
 RESULT = ROOT / "bench" / "results" / "failure_table"
@@ -122,16 +122,13 @@ FIXABLE = {  # kind -> (could an example fix it?, how)
 def places(model: str | None) -> tuple[Path, Path]:
     """(run folders, results stem) of a model: the default model's bench/runs/train_folds and
     bench/results/failure_table; another model's under models/<name>/ in both."""
-    if model in (None, DEFAULT_MODEL):
-        return RUNS, RESULT
-    return RUNS / "models" / model, RESULT.parent / "models" / model / RESULT.name
+    return model_folder(RUNS, model), model_folder(RESULT.parent, model) / RESULT.name
 
 
 def compose_arm(arm: str, model: str | None = None) -> dict:
-    over = [f"llm.model={model}"] if model not in (None, DEFAULT_MODEL) else []
     with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
         return plain(compose("eval", overrides=[f"arm={ARMS[arm][0]}", f"name={arm}", "split=train", *LLM_OVERRIDES,
-                                                *ARMS[arm][1], *over]))  # fmt: skip
+                                                *ARMS[arm][1], *model_overrides(model)]))  # fmt: skip
 
 
 def run(arm: str, model, single: int, multi: int, categories: tuple[str, ...] = SINGLE_TURN,

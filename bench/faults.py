@@ -50,11 +50,12 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "bench"))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+from bench_model import DEFAULT_MODEL  # noqa: E402
 from kate.io import atomic_write_json  # noqa: E402
 
-DEFAULT_MODEL = "qwen2.5-coder-0.5b-instruct-q4_k_m"
 DEFAULT_SINGLE = ("simple_python", "multiple", "irrelevance")
 UPSTREAM_ERROR = "kate:upstream_error"
 

@@ -62,7 +62,7 @@ from kate.eval.config import plain  # noqa: E402
 from kate.eval.run_store import load_run  # noqa: E402
 from kate.io import atomic_write_json  # noqa: E402
 from kate.tasks.own_tools import OwnToolsTask, content_sha256, summarize  # noqa: E402
-from bfcl import DEFAULT_MODEL  # noqa: E402
+from bench_model import DEFAULT_MODEL, is_default, model_folder, model_overrides  # noqa: E402
 
 TURN_END = ["repeat_policy=answer", "repeat_match=fed", "answer_at_max_steps=true"]
 ARMS = {"direct": ("greedy", []), "w8v": ("width", []), "direct_answer": ("greedy", TURN_END),
@@ -92,19 +92,18 @@ OVERRIDES = ["llm.n_ctx=8192", "llm.max_parallel=8", "max_steps=4", "categories=
 def places(split: str, model: str | None) -> tuple[Path, Path]:
     """(run folders, results file) of a split: the default model's as above, another model's under
     bench/runs/models/<name>/own_tools/ and bench/results/models/<name>/own_tools_<split>.json."""
-    if model in (None, DEFAULT_MODEL):
+    if is_default(model):
         return RUNS[split], RESULT[split]
-    runs = ROOT / "bench" / "runs" / "models" / model / "own_tools"
-    result = ROOT / "bench" / "results" / "models" / model / f"own_tools_{split}.json"
+    runs = model_folder(ROOT / "bench" / "runs", model) / "own_tools"
+    result = model_folder(ROOT / "bench" / "results", model) / f"own_tools_{split}.json"
     return (runs if split == "train" else runs / "test"), result
 
 
 def compose_arm(arm: str, split: str, model_name: str | None = None) -> dict:
     sampling, loop = ARMS[arm]
-    over = [f"llm.model={model_name}"] if model_name not in (None, DEFAULT_MODEL) else []
     with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
         return plain(compose("eval", overrides=[f"sampling={sampling}", f"name={arm}", f"split={split}", *OVERRIDES,
-                                                *loop, *over]))  # fmt: skip
+                                                *loop, *model_overrides(model_name)]))  # fmt: skip
 
 
 def run(arm: str, model, split: str, limit: int | None = None, model_name: str | None = None) -> float:
