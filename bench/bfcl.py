@@ -61,7 +61,7 @@ MULTI_ONLY = {"es", "sic", "tic"}  # ES / SIC / TIC were written for the multi-t
 # Single-turn records of these arms are the source arm's stored samples voted again with the arm's
 # rule (kate.eval.revote: exactly what a live run would choose from the same request); their
 # multi-turn dialogues run live, since another choice changes every later step.
-REVOTED_FROM = {"st_w8v": "st_w8"}
+REVOTED_FROM = {"st_w8v": "st_w8", "st_calls_w8f": "st_calls_w8v"}
 
 
 def places(model: str | None) -> tuple[Path, Path]:

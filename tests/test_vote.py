@@ -163,7 +163,7 @@ def test_critic_makes_no_request_for_a_single_candidate():
 
 
 def test_registry():
-    assert set(AGGREGATORS) == {"majority", "valid_majority", "critic"}
+    assert set(AGGREGATORS) == {"majority", "valid_majority", "filled_majority", "critic"}
     vote = AGGREGATORS["majority"](None, [], None, [calls(ADD12)], max_tokens=8, seed=0)
     assert vote.chosen.calls == (ADD12,)
     assert Usage() == vote.usage
@@ -207,3 +207,20 @@ def test_schema_valid_vote_prefers_no_call_to_an_invalid_call_and_falls_back_to_
     only_invalid = [calls(MUL), calls(MUL), calls(ToolCall("add", {"a": 1}))]
     assert AGGREGATORS["valid_majority"](None, [], [ADD_TOOL], only_invalid).chosen.calls == (MUL,)
     assert AGGREGATORS["valid_majority"](None, [], None, [calls(MUL), calls(MUL), calls(ADD12)]).chosen.calls == (MUL,)
+
+
+TEXT_TOOL = {"type": "function", "function": {"name": "setup", "parameters": {
+    "type": "object", "properties": {"controller": {"type": "string"}}, "required": ["controller"]}}}
+
+
+def test_filled_vote_sets_aside_a_copied_example_placeholder():
+    copied, filled = ToolCall("setup", {"controller": "<controller 1>"}), ToolCall("setup", {"controller": "main"})
+    samples = [calls(copied), calls(copied), calls(copied), calls(filled)]
+    assert AGGREGATORS["valid_majority"](None, [], [TEXT_TOOL], samples).chosen.calls == (copied,)  # a string fits
+    vote = AGGREGATORS["filled_majority"](None, [], [TEXT_TOOL], samples)
+    assert vote.method == "filled_majority" and vote.chosen.calls == (filled,) and vote.chosen.valid
+    assert AGGREGATORS["filled_majority"](None, [], [TEXT_TOOL], [calls(copied)]).chosen.calls == (copied,)  # fallback
+    wrong_type = ToolCall("add", {"a": "1", "b": 2})  # with no placeholder it is the schema-valid vote
+    assert AGGREGATORS["filled_majority"](None, [], [ADD_TOOL], [calls(wrong_type)] * 2 + [calls(ADD12)]).chosen.calls \
+        == (ADD12,)
+    assert AGGREGATORS["filled_majority"](None, [], None, samples).chosen.calls == (filled,)  # no tools: placeholders only

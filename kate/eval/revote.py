@@ -18,7 +18,7 @@ from kate.sampling.vote import AGGREGATORS
 from kate.toolcall import ToolCall
 
 # rules that read only the samples (a critic would need the model again)
-OFFLINE_RULES = ("majority", "valid_majority")
+OFFLINE_RULES = ("majority", "valid_majority", "filled_majority")
 
 
 def stored_samples(record: dict[str, Any]) -> list[Completion]:

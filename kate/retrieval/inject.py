@@ -36,6 +36,7 @@ from typing import Any
 from kate.retrieval.pattern import pattern_calls, pattern_objects, typed_pattern_text, unmapped
 from kate.retrieval.retriever import Hit
 from kate.toolcall import ToolCall, to_json_text, to_python_call
+from kate.toolcall.placeholder import placeholder
 
 CALL_FORMATS = ("python", "json")
 CALL_BLOCKS = ("inline", "fenced_list")
@@ -123,7 +124,7 @@ GUARDED_ANSWERED = Template(footer=RESTATED_FOOTER, items={**GUARDED_ITEMS, "ST"
 
 def _masked(calls: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """The calls with every argument value replaced by ``<argument>``."""
-    return [{"name": c["name"], "arguments": {k: f"<{k}>" for k in c.get("arguments") or {}}} for c in calls]
+    return [{"name": c["name"], "arguments": {k: placeholder(k) for k in c.get("arguments") or {}}} for c in calls]
 
 
 def _fenced_list(texts: Sequence[str]) -> str:

@@ -29,6 +29,8 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from kate.toolcall.placeholder import placeholder
+
 UNKNOWN = "<function>"
 
 
@@ -90,7 +92,7 @@ def pattern_objects(calls: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[
         name = targets[str(call.get("name", ""))]
         seen[name] += 1
         params = _parameters(functions[name]) if name in functions else list(call.get("arguments") or {})
-        out.append({"name": name, "arguments": {p: f"<{p} {seen[name]}>" for p in params}})
+        out.append({"name": name, "arguments": {p: placeholder(p, seen[name]) for p in params}})
     return out
 
 

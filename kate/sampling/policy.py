@@ -83,7 +83,8 @@ class GreedySampler:
 @dataclass(frozen=True)
 class WidthSampler:
     """``n`` samples from ONE request (``n=N``), aggregated by ``aggregate``: "valid_majority"
-    (the most votes among the candidates that fit the tools' schemas), "majority" or "critic".
+    (the most votes among the candidates that fit the tools' schemas), "filled_majority" (and carry
+    no placeholder copied from a shown example), "majority" or "critic".
 
     Log-probabilities are requested so that vote ties break by sequence likelihood.
     """

@@ -9,6 +9,8 @@ The schema-valid vote (``"valid_majority"``) first sets aside candidates whose c
 tools cannot make (an unknown function or parameter, a required one missing, a value of the wrong
 type: ``kate.toolcall.expressible``); they win only when no candidate is valid. Such a call fails
 on execution and under BFCL's checkers whatever its votes, so it should never outvote one that fits.
+``"filled_majority"`` also sets aside calls that carry a placeholder copied from a shown example
+(``"<controller 1>"``: ``kate.toolcall.placeholder``), a value no request asked for.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from typing import Any
 from kate.llm.base import ChatModel, Completion, Message, ToolSchema, Usage
 from kate.toolcall import ToolCall, canonical_call_set
 from kate.toolcall.expressible import calls_expressible, schemas_by_name
+from kate.toolcall.placeholder import carries_placeholder
 
 MALFORMED_KEY: tuple[str, ...] = ("<malformed>",)
 NO_CALL_TEXT = "no call: answer directly"
@@ -221,4 +224,14 @@ def _valid_majority(
     return majority_vote(completions, schema_valid(tools) if tools else None, method="valid_majority")
 
 
-AGGREGATORS: dict[str, Aggregator] = {"majority": _majority, "valid_majority": _valid_majority, "critic": critic_vote}
+def _filled_majority(
+    model: ChatModel, messages: list[Message], tools: list[ToolSchema] | None,
+    completions: Sequence[Completion], **_: Any,
+) -> Vote:
+    """``valid_majority`` where a call that carries a copied placeholder also counts as not valid."""
+    fits = schema_valid(tools) if tools else (lambda calls: True)
+    return majority_vote(completions, lambda calls: fits(calls) and not carries_placeholder(calls), method="filled_majority")
+
+
+AGGREGATORS: dict[str, Aggregator] = {"majority": _majority, "valid_majority": _valid_majority,
+                                      "filled_majority": _filled_majority, "critic": critic_vote}  # fmt: skip

@@ -38,7 +38,7 @@ class KateOptions:
 
     ``knowledge``: retrieve and inject knowledge (true/false); ``kb``: which of the server's
     knowledge bases; ``top_k`` / ``threshold``: K and p of the retrieval; ``n``: the width (samples
-    voted over); ``vote``: the aggregation (valid_majority | majority | critic)."""
+    voted over); ``vote``: the aggregation (valid_majority | filled_majority | majority | critic)."""
 
     knowledge: bool | None = None
     kb: str | None = None
