@@ -35,6 +35,11 @@ top-3 at >= 0.5 (``st_kate``), after the variant leak was closed (kate.bfcl.data
 
     .venv/bin/python bench/failure_table.py --model qwen2.5-coder-1.5b-instruct-q4_k_m --arms direct,st,st_kate --single 0 --multi 16
 
+Its echo answers (``None`` after ``mkdir``, a ``<tool_response>`` written as the reply, then copied by every
+later turn): the loop's ``echo_policy=answer`` without and with ST (``direct_echo``, ``st_echo``):
+
+    .venv/bin/python bench/failure_table.py --model qwen2.5-coder-1.5b-instruct-q4_k_m --arms direct_echo,st_echo --single 0 --multi 16
+
 Writes ``bench/results/failure_table.{json,md}``: per single-turn category the failures by kind; per
 multi-turn dialogue the turn ends and the argument-form failures; the "could an example fix it"
 column is a judgement per kind, stated in ``FIXABLE`` (not measured here; the selection runs of
@@ -100,7 +105,9 @@ ARMS = {"direct": ("direct", []), "direct_answer": ("direct", TURN_END), "patter
         "multi_call_loose": ("pattern", [PATTERN_LIST, "+knowledge.single_turn.only_multi_call=true",
                                          "knowledge.single_turn.threshold=0.0"]),
         # multi-turn ST as shipped (top-1 at cosine >= 0.7) and with the KATE authors' values (top-3 at >= 0.5)
-        "st": ("st", []), "st_kate": ("st_kate", [])}
+        "st": ("st", []), "st_kate": ("st_kate", []),
+        # the echo option (kate/agent/turn_end.py): a reply that writes a tool result again is not kept as the answer
+        "direct_echo": ("direct", ["echo_policy=answer"]), "st_echo": ("st", ["echo_policy=answer"])}
 FS_FUNCTIONS = {"cd", "ls", "mv", "cp", "cat", "rm", "rmdir", "mkdir", "touch", "grep", "tail", "wc", "sort", "diff",
                 "du", "find", "echo"}  # fmt: skip
 FIXABLE = {  # kind -> (could an example fix it?, how)

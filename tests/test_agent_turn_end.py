@@ -9,7 +9,7 @@ import json
 import pytest
 
 from kate.agent import LoopSettings, Policy
-from kate.agent.turn_end import fed_from
+from kate.agent.turn_end import echoes_result, fed_from
 from kate.envs import Observation, PythonFunctionsEnv
 from kate.llm.fake import FakeChatModel
 from kate.sampling import GreedySampler
@@ -109,7 +109,33 @@ def test_settings_check_the_new_fields_and_keep_old_fingerprints():
     with pytest.raises(ValueError, match="off"):
         LoopSettings(repeat_match="fed", repeat_policy="off")
     assert LoopSettings(answer_at_max_steps=True).asks_answers and not LoopSettings().asks_answers
-    assert set(LoopSettings.help()) >= {"repeat_match", "answer_prefill", "answer_at_max_steps"}
+    assert set(LoopSettings.help()) >= {"repeat_match", "answer_prefill", "answer_at_max_steps", "echo_policy"}
+    assert LoopSettings(echo_policy="answer").to_dict()["echo_policy"] == "answer"
+    assert LoopSettings(echo_policy="answer").asks_answers
+    with pytest.raises(ValueError, match="echo_policy"):
+        LoopSettings(echo_policy="drop")
+
+
+def test_a_reply_that_writes_a_tool_result_again_is_an_echo():
+    history = [*ASK, {"role": "assistant", "content": ""}, {"role": "tool", "content": "None"},
+               {"role": "tool", "content": '{"error": "User not authenticated."}'}]
+    assert echoes_result("None", history) and echoes_result("  None\n", history)
+    assert echoes_result('<tool_response>\n{"error": "User not authenticated."}\n</tool_response>', history)
+    assert echoes_result("<tool_response>{}</tool_response>", ASK)  # a made-up result is no answer either
+    assert not echoes_result("None", ASK)  # no tool result says None here
+    assert not echoes_result("The folder was created; None of the files moved.", history)
+    assert not echoes_result("", history)
+
+
+def test_echo_policy_answer_asks_for_the_answer_in_place_of_an_echoed_result():
+    model, turn = run([call(100), "92.0", "it is 92 euros."], echo_policy="answer", answer_prefill="So: ")
+    executed, echo, asked = turn.steps
+    assert executed.executed and echo.echo and echo.to_dict()["echo"] is True and "echo" not in asked.to_dict()
+    assert turn.end_reason == "answer" and turn.answer == "So: it is 92 euros." and asked.prefill == "So: "
+    assert turn.messages[-1] == {"role": "assistant", "content": "So: it is 92 euros."}
+    assert all(m.get("content") != "92.0" for m in turn.messages if m["role"] == "assistant")  # the echo is not kept
+    _, kept = run([call(100), "92.0"])  # the default keeps it as the answer
+    assert kept.answer == "92.0" and not kept.steps[-1].echo
 
 
 def test_the_transformers_client_starts_its_reply_with_the_prefill(small_hf):

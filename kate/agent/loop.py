@@ -18,7 +18,8 @@ turn is a repeat, handled by ``repeat_policy`` for every sampler alike:
   ``answer_prefill``, and the turn ends (``kate/agent/turn_end.py``).
 * ``"off"``: repeats are executed like any call.
 ``repeat_match="fed"`` also counts as a repeat a call that feeds an earlier call's result back into
-the same function; ``answer_at_max_steps`` asks for the answer once at the step cap.
+the same function; ``answer_at_max_steps`` asks for the answer once at the step cap; ``echo_policy=
+"answer"`` asks for it in place of a reply that repeats a tool result (``turn_end.echoes_result``).
 Under ``"end_turn"`` and ``"warn"`` a call repeated *within* one step runs once, and the same
 malformed output twice in a turn ends it (``end_reason="repeat"``); ``max_malformed`` ends a turn
 after that many malformed steps in a row (``end_reason="malformed"``).
@@ -35,7 +36,7 @@ from typing import TYPE_CHECKING
 from kate.agent.knowledge import KnowledgeContext
 from kate.agent.records import DialogueResult, StepRecord, TurnResult
 from kate.agent.settings import SEED_STRIDE
-from kate.agent.turn_end import Executed, ask_answer, check_answers_supported, fed_sources
+from kate.agent.turn_end import Executed, ask_answer, check_answers_supported, echoes_result, fed_sources
 from kate.envs.actions import action_format_of, is_finished
 from kate.envs.base import Environment, Observation
 from kate.llm.base import Message, ToolSchema
@@ -119,6 +120,14 @@ def run_turn(policy: Policy, env: Environment, messages: list[Message], *, seed:
                 malformed.setdefault(step.text, i)
                 history.extend(policy_format.malformed(step.text, step.parse_error))
                 continue
+            if settings.echo_policy == "answer" and echoes_result(step.text, history):
+                steps.append(StepRecord(**record, calls=(), observations=(), executed=False, echo=True))
+                asked, answer = answer_step(i + 1)
+                steps.append(asked)
+                if answer is not None:
+                    history.append({"role": "assistant", "content": answer})
+                end_reason = "answer" if answer is not None else "repeat"
+                break
             history.append({"role": "assistant", "content": step.text})
             steps.append(StepRecord(**record, calls=(), observations=(), executed=False))
             answer, end_reason = step.text, "answer"

@@ -35,6 +35,7 @@ class StepRecord:
     parse_error: str | None = None
     repeat_of: int | None = None
     prefill: str | None = None  # an answer the loop asked for began with this text (kate/agent/turn_end.py)
+    echo: bool = False  # a reply that repeated a tool result, not kept as the answer (echo_policy=answer)
 
     def to_dict(self) -> dict[str, Any]:
         out = {
@@ -50,6 +51,8 @@ class StepRecord:
         }
         if self.prefill is not None:
             out["prefill"] = self.prefill
+        if self.echo:
+            out["echo"] = True
         return out
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 REPEAT_POLICIES = ("end_turn", "warn", "answer", "off")
 REPEAT_MATCHES = ("exact", "fed")
+ECHO_POLICIES = ("keep", "answer")
 ANSWER_PREFILL = "Based on the result, "
 # Turn ``t`` of a dialogue samples with ``seed + SEED_STRIDE * t``; step ``i`` of a turn with ``+ i``.
 SEED_STRIDE = 1000
@@ -59,6 +60,10 @@ class LoopSettings:
         "client must take prefill= (llamacpp, hf, fake)"))
     answer_at_max_steps: bool = field(default=False, metadata=_help(
         "at the step cap, ask once for the answer (starting with answer_prefill) instead of ending without one"))
+    echo_policy: str = field(default="keep", metadata=_help(
+        "a reply without calls that repeats a tool result of the dialogue (verbatim, or wrapped in <tool_response> "
+        "tags): keep (it is the answer) | answer (not kept; the loop asks for the answer, starting with "
+        "answer_prefill, and the turn ends)"))
     system_prompt: str | None = field(default="kate", metadata=_help(
         "system message of a dialogue: a preset (kate), none, or the prompt's text"))
     one_call: bool = field(default=False, metadata=_help(
@@ -71,6 +76,8 @@ class LoopSettings:
             raise ValueError(f"repeat_policy must be one of {REPEAT_POLICIES}, got {self.repeat_policy!r}")
         if self.repeat_match not in REPEAT_MATCHES:
             raise ValueError(f"repeat_match must be one of {REPEAT_MATCHES}, got {self.repeat_match!r}")
+        if self.echo_policy not in ECHO_POLICIES:
+            raise ValueError(f"echo_policy must be one of {ECHO_POLICIES}, got {self.echo_policy!r}")
         if self.repeat_match == "fed" and self.repeat_policy == "off":
             raise ValueError("repeat_match=fed needs a repeat_policy other than off (off runs every repeat)")
         if not isinstance(self.max_steps, int) or not 1 <= self.max_steps < SEED_STRIDE:
@@ -82,7 +89,7 @@ class LoopSettings:
     @property
     def asks_answers(self) -> bool:
         """Whether the loop may ask for a prefilled answer (the model must take ``prefill=``)."""
-        return self.repeat_policy == "answer" or self.answer_at_max_steps
+        return self.repeat_policy == "answer" or self.answer_at_max_steps or self.echo_policy == "answer"
 
     @property
     def system_message(self) -> str | None:
@@ -104,5 +111,5 @@ class LoopSettings:
 
 
 # Added after runs were recorded: to_dict names them only when set (see LoopSettings.to_dict).
-LATER_FIELDS = ("repeat_match", "answer_prefill", "answer_at_max_steps")
+LATER_FIELDS = ("repeat_match", "answer_prefill", "answer_at_max_steps", "echo_policy")
 _DEFAULTS = {f.name: f.default for f in fields(LoopSettings)}

@@ -15,6 +15,12 @@ the result, ") was a plain-text reply on 24 of 24 (``bench/turn_end_presentation
 * ``repeat_policy="answer"`` answers a repeat by asking for the answer, prefilled
   (``ask_answer``); ``answer_at_max_steps`` does the same once at the step cap.
 
+The 1.5B model on BFCL's multi-turn training halves ends a turn another way: it answers with the
+tool result itself (``None`` after ``mkdir``; ``<tool_response>{"error": ...}</tool_response>``), and
+every later turn of the dialogue copies that answer instead of calling (36 of its 57 training turns
+made no call). ``echo_policy="answer"`` does not keep such a reply (``echoes_result``): the loop asks
+for the answer, prefilled, so the history holds an answer and not a result.
+
 The answer step is greedy whatever the sampler (there is no call to vote on) and is recorded like
 any step, with the prefill it started from.
 """
@@ -30,6 +36,7 @@ from kate.envs.base import Observation
 from kate.llm.base import ChatModel, Message, ToolSchema, supports
 from kate.toolcall import ToolCall
 
+_TOOL_RESPONSE_TAGS = re.compile(r"</?tool_response>")
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
 Executed = tuple[int, ToolCall, Observation]  # (step index, call, its observation)
 
@@ -93,3 +100,16 @@ def ask_answer(model: ChatModel, history: list[Message], tools: list[ToolSchema]
                         observations=(), usage=completion.usage, executed=False,
                         parse_error=completion.parse_error, prefill=prefill)  # fmt: skip
     return record, (completion.text if answered else None)
+
+
+def echoes_result(text: str, history: Sequence[Message]) -> bool:
+    """Whether a reply without calls is a tool result of the dialogue written again: the same text as
+    some tool message of ``history`` (spaces and ``<tool_response>`` tags aside), or a text wrapped
+    in ``<tool_response>`` tags (a result the model made up is no answer either)."""
+    wrapped = "<tool_response>" in text
+    reply = _TOOL_RESPONSE_TAGS.sub("", text).strip()
+    if not reply:
+        return wrapped
+    return wrapped or any(
+        m.get("role") == "tool" and str(m.get("content") or "").strip() == reply for m in history
+    )

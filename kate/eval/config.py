@@ -47,6 +47,11 @@ class RepeatMatch(Enum):
     fed = "fed"
 
 
+class EchoPolicy(Enum):
+    keep = "keep"
+    answer = "answer"
+
+
 @dataclass
 class KnowledgeConfig:
     single_turn: Any = help_field("retrieval config for single-turn entries (conf/retrieval/); null: no knowledge", None)
@@ -66,6 +71,8 @@ class LoopFields:
     answer_prefill: str = help_field("the start of an answer the loop asks for (kate/agent/turn_end.py)",
                                      ANSWER_PREFILL)
     answer_at_max_steps: bool = help_field("at the step cap, ask once for the answer instead of ending", False)
+    echo_policy: EchoPolicy = help_field("a reply that repeats a tool result: keep (the answer) | answer (not kept; "
+                                         "ask for the answer, prefilled)", EchoPolicy.keep)
     system_prompt: Optional[str] = help_field("dialogue system prompt: kate (kate/agent/settings.py), none, or a text", "kate")
     one_call: bool = help_field("multi-turn steps take the first call the model writes", True)
 
