@@ -63,6 +63,7 @@ from hydra import compose, initialize_config_dir  # noqa: E402
 from hydra.utils import instantiate  # noqa: E402
 
 import kate.configs  # noqa: E402,F401  (the typed job schemas)
+from kate.agent.turn_end import echoes_result  # noqa: E402
 from kate.bfcl.data import SINGLE_TURN, load_entries  # noqa: E402
 from kate.cli import CONF_DIR  # noqa: E402
 from kate.eval.arm import arm_config, build_policy, loop_settings  # noqa: E402
@@ -207,7 +208,8 @@ def report(model_name: str | None = None) -> dict:
         expected = {e.id: e for cat in {r["category"] for r in records} for e in load_entries(cat, "train")}
         single: dict = defaultdict(lambda: {"n": 0, "failed": 0, "kinds": Counter()})
         multi = {"dialogues": 0, "solved": 0, "turns": 0, "turns_passed": 0, "turn_ends": Counter(), "kinds": Counter(),
-                 "dialogue_errors": Counter(), "turns_with_knowledge": 0}  # fmt: skip
+                 "dialogue_errors": Counter(), "turns_with_knowledge": 0, "turns_without_call": 0, "echoes": 0,
+                 "echo_answers": 0}  # fmt: skip
         for r in records:
             if r["category"].startswith("multi_turn"):
                 multi["dialogues"] += 1
@@ -219,6 +221,10 @@ def report(model_name: str | None = None) -> dict:
                 for turn in _value(r, "turns") or []:
                     multi["turn_ends"][str(turn.get("end_reason"))] += 1
                     multi["turns_with_knowledge"] += bool(turn.get("knowledge"))
+                    multi["turns_without_call"] += not any(s.get("executed") for s in turn.get("steps", []))
+                    multi["echoes"] += sum(bool(s.get("echo")) for s in turn.get("steps", []))
+                    answer = turn.get("answer")
+                    multi["echo_answers"] += answer is not None and echoes_result(answer, turn.get("messages") or [])
                     multi["kinds"].update(turn_kinds(turn))
                 continue
             row = single[r["category"]]
@@ -326,7 +332,9 @@ def markdown(out: dict) -> str:
         if m["dialogues"]:
             lines += ["", f"multi_turn_base: {m['dialogues']} dialogues, {m['solved']} solved, "
                           f"{m['turns_passed']} of {m['turns']} turns passed; knowledge in "
-                          f"{m.get('turns_with_knowledge', 0)} turns; turn ends {json.dumps(m['turn_ends'])}; "
+                          f"{m.get('turns_with_knowledge', 0)} turns; {m.get('turns_without_call', 0)} turns without a call; "
+                          f"{m.get('echo_answers', 0)} answers that repeat a tool result, {m.get('echoes', 0)} such replies "
+                          f"not kept (echo_policy); turn ends {json.dumps(m['turn_ends'])}; "
                           f"turn failures {json.dumps(m['kinds'])}; dialogue errors {json.dumps(m['dialogue_errors'])}"]  # fmt: skip
         lines.append("")
     for arm, per in out.get("paired", {}).items():
