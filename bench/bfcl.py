@@ -8,6 +8,7 @@ same command after a crash or in a later session; finished entries are kept). Th
     .venv/bin/python bench/bfcl.py --arms es,sic,tic,w8v --single 4 --multi 8 --interleave --multi-first
     .venv/bin/python bench/bfcl.py --arms st_w8v --single 8 --multi 30
     .venv/bin/python bench/bfcl.py --arms st_calls_w8v --single 20 --multi 0
+    .venv/bin/python bench/bfcl.py --arms st_calls_w8f --single 20 --multi 0   # re-voted from st_calls_w8v's samples
 
 Another model (a kate model name, `kate models install <name>` first): its runs and report go to
 bench/runs/models/<name>/ and bench/results/models/<name>/, the default model's stay where they are:
@@ -19,7 +20,9 @@ bench/runs/models/<name>/ and bench/results/models/<name>/, the default model's 
         --categories parallel,parallel_multiple
     .venv/bin/python bench/bfcl.py --model $M --arms direct,st_calls --interleave --single 20 --multi 0
     .venv/bin/python bench/bfcl.py --model $M --arms direct,st --single 0 --multi 30 --interleave --multi-first
-    .venv/bin/python bench/bfcl.py --model $M --arms st_calls_w8v --single 20 --multi 0   # 185 of 228 so far
+    .venv/bin/python bench/bfcl.py --model $M --arms st_calls_w8v --single 20 --multi 0
+    .venv/bin/python bench/bfcl.py --model $M --arms st_calls_w8f --single 20 --multi 0   # re-voted, no model calls
+    .venv/bin/python bench/bfcl.py --model $M --arms st_calls_w8v --single 20 --multi 30 --interleave --multi-first
 
 Seeds for a width arm: --seeds 0,1,2 (each seed its own folder). Reports, re-scoring, old folders:
 
