@@ -36,9 +36,11 @@ top-3 at >= 0.5 (``st_kate``), after the variant leak was closed (kate.bfcl.data
     .venv/bin/python bench/failure_table.py --model qwen2.5-coder-1.5b-instruct-q4_k_m --arms direct,st,st_kate --single 0 --multi 16
 
 Its echo answers (``None`` after ``mkdir``, a ``<tool_response>`` written as the reply, then copied by every
-later turn): the loop's ``echo_policy=answer`` without and with ST (``direct_echo``, ``st_echo``):
+later turn): the loop's ``echo_policy=answer`` (``direct_echo``: stopped after 5 dialogues, no turn changed, the
+asked answer was copied instead), then ``echo_policy=act`` without and with ST (``direct_act``, ``st_act``):
 
-    .venv/bin/python bench/failure_table.py --model qwen2.5-coder-1.5b-instruct-q4_k_m --arms direct_echo,st_echo --single 0 --multi 16
+    .venv/bin/python bench/failure_table.py --model qwen2.5-coder-1.5b-instruct-q4_k_m --arms direct_echo --single 0 --multi 16
+    .venv/bin/python bench/failure_table.py --model qwen2.5-coder-1.5b-instruct-q4_k_m --arms direct_act,st_act --single 0 --multi 16
 
 Writes ``bench/results/failure_table.{json,md}``: per single-turn category the failures by kind; per
 multi-turn dialogue the turn ends and the argument-form failures; the "could an example fix it"
@@ -108,7 +110,9 @@ ARMS = {"direct": ("direct", []), "direct_answer": ("direct", TURN_END), "patter
         # multi-turn ST as shipped (top-1 at cosine >= 0.7) and with the KATE authors' values (top-3 at >= 0.5)
         "st": ("st", []), "st_kate": ("st_kate", []),
         # the echo option (kate/agent/turn_end.py): a reply that writes a tool result again is not kept as the answer
-        "direct_echo": ("direct", ["echo_policy=answer"]), "st_echo": ("st", ["echo_policy=answer"])}
+        "direct_echo": ("direct", ["echo_policy=answer"]), "st_echo": ("st", ["echo_policy=answer"]),
+        # echo_policy=act: a turn that made no call and echoes is asked for a call (the asked answer was copied too)
+        "direct_act": ("direct", ["echo_policy=act"]), "st_act": ("st", ["echo_policy=act"])}
 FS_FUNCTIONS = {"cd", "ls", "mv", "cp", "cat", "rm", "rmdir", "mkdir", "touch", "grep", "tail", "wc", "sort", "diff",
                 "du", "find", "echo"}  # fmt: skip
 FIXABLE = {  # kind -> (could an example fix it?, how)
@@ -332,9 +336,9 @@ def markdown(out: dict) -> str:
         if m["dialogues"]:
             lines += ["", f"multi_turn_base: {m['dialogues']} dialogues, {m['solved']} solved, "
                           f"{m['turns_passed']} of {m['turns']} turns passed; knowledge in "
-                          f"{m.get('turns_with_knowledge', 0)} turns; {m.get('turns_without_call', 0)} turns without a call; "
-                          f"{m.get('echo_answers', 0)} answers that repeat a tool result, {m.get('echoes', 0)} such replies "
-                          f"not kept (echo_policy); turn ends {json.dumps(m['turn_ends'])}; "
+                          f"{m.get('turns_with_knowledge', 0)} turns; {m.get('turns_without_call', 0)} turns "
+                          f"without a call; {m.get('echo_answers', 0)} answers that repeat a tool result or an earlier answer, "
+                          f"{m.get('echoes', 0)} such replies not kept (echo_policy); turn ends {json.dumps(m['turn_ends'])}; "
                           f"turn failures {json.dumps(m['kinds'])}; dialogue errors {json.dumps(m['dialogue_errors'])}"]  # fmt: skip
         lines.append("")
     for arm, per in out.get("paired", {}).items():

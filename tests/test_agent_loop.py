@@ -518,4 +518,4 @@ def test_loop_settings_refuse_bad_values_naming_them():
         LoopSettings(max_steps=1000)
     assert LoopSettings(system_prompt="none").system_message is None
     assert set(LoopSettings.help()) == {"max_steps", "repeat_policy", "system_prompt", "one_call", "max_malformed",
-                                        "repeat_match", "answer_prefill", "answer_at_max_steps", "echo_policy"}  # fmt: skip
+                                        "repeat_match", "answer_prefill", "answer_at_max_steps", "echo_policy", "call_prefill"}  # fmt: skip

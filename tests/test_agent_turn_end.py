@@ -123,6 +123,10 @@ def test_a_reply_that_writes_a_tool_result_again_is_an_echo():
     assert echoes_result('<tool_response>\n{"error": "User not authenticated."}\n</tool_response>', history)
     assert echoes_result("<tool_response>{}</tool_response>", ASK)  # a made-up result is no answer either
     assert not echoes_result("None", ASK)  # no tool result says None here
+    answered = [*ASK, {"role": "assistant", "content": "Done: 1 call was made."}, {"role": "user", "content": "Next?"}]
+    assert echoes_result("Done: 1 call was made.", answered)  # an earlier answer copied into a new turn
+    calling = [*ASK, {"role": "assistant", "content": "None", "tool_calls": [{"id": "c"}]}]
+    assert not echoes_result("None", calling)  # the text beside a call is no answer
     assert not echoes_result("The folder was created; None of the files moved.", history)
     assert not echoes_result("", history)
 
@@ -157,3 +161,32 @@ def test_the_default_model_answers_after_its_call_when_the_loop_asks(default_lla
     trace = OwnToolsTask(split="train").solve(item, policy, seed=0)
     assert trace["end_reason"] == "answer" and trace["answer"].startswith("Based on the result, ")
     assert trace["steps"][0]["executed"] and trace["steps"][-1]["prefill"] == "Based on the result, "
+
+
+def test_echo_policy_act_asks_a_turn_without_calls_for_a_call_and_then_for_the_answer():
+    prefix = '<tool_call>\n{"name": "'
+    rest = 'convert", "arguments": {"amount": 100, "currency": "EUR"}}\n</tool_call>'
+    history = [*ASK, {"role": "assistant", "content": "92 euros."}, {"role": "user", "content": "And 100 again?"}]
+    model = FakeChatModel(script=["92 euros.", rest, "92.0", "again 92 euros."], options=("prefill",))
+    policy = Policy(model, GreedySampler(), None, LoopSettings(system_prompt=None, echo_policy="act", one_call=True))
+    turn = policy.run_turn(PythonFunctionsEnv([convert]), history)
+    echo, asked_call, echo_after, asked_answer = turn.steps
+    assert echo.echo and not echo.executed and asked_call.index == echo.index == 0
+    assert asked_call.prefill == prefix and asked_call.executed and asked_call.text.startswith(prefix)
+    assert [c.to_dict()["arguments"]["amount"] for c in turn.calls] == [100]
+    assert model.requests[1]["prefill"] == prefix and model.requests[1]["temperature"] == 0.0
+    assert echo_after.echo and asked_answer.prefill == "Based on the result, "  # after a call: the answer
+    assert turn.answer == "Based on the result, again 92 euros." and turn.end_reason == "answer"
+    assert sum(m["role"] == "assistant" and m.get("content") == "92 euros." for m in turn.messages) == 1
+
+
+def test_the_default_model_writes_a_call_when_the_loop_asks_for_one(default_llamacpp):
+    """``ask_call`` on the real 0.5B model: the reply starts with the call prefix of the Qwen chat
+    template and is read as a call of the offered tool."""
+    from kate.agent.settings import CALL_PREFILL
+    from kate.agent.turn_end import ask_call
+
+    env = PythonFunctionsEnv([convert])
+    step = ask_call(default_llamacpp, list(ASK), env.tools(), prefill=CALL_PREFILL, seed=0, max_tokens=64, one_call=True)
+    assert step.text.startswith(CALL_PREFILL) and step.parse_error is None
+    assert [c.name for c in step.calls] == ["convert"] and step.calls[0].arguments["amount"] == 100

@@ -18,8 +18,10 @@ turn is a repeat, handled by ``repeat_policy`` for every sampler alike:
   ``answer_prefill``, and the turn ends (``kate/agent/turn_end.py``).
 * ``"off"``: repeats are executed like any call.
 ``repeat_match="fed"`` also counts as a repeat a call that feeds an earlier call's result back into
-the same function; ``answer_at_max_steps`` asks for the answer once at the step cap; ``echo_policy=
-"answer"`` asks for it in place of a reply that repeats a tool result (``turn_end.echoes_result``).
+the same function; ``answer_at_max_steps`` asks for the answer once at the step cap; ``echo_policy``
+handles a reply that writes a tool result or an earlier answer again (``turn_end.echoes_result``):
+``"answer"`` asks for the answer in its place; ``"act"`` asks for a call while the turn has made
+none (the asked call is step ``i``, recorded after the echo with its prefill), else for the answer.
 Under ``"end_turn"`` and ``"warn"`` a call repeated *within* one step runs once, and the same
 malformed output twice in a turn ends it (``end_reason="repeat"``); ``max_malformed`` ends a turn
 after that many malformed steps in a row (``end_reason="malformed"``).
@@ -36,7 +38,7 @@ from typing import TYPE_CHECKING
 from kate.agent.knowledge import KnowledgeContext
 from kate.agent.records import DialogueResult, StepRecord, TurnResult
 from kate.agent.settings import SEED_STRIDE
-from kate.agent.turn_end import Executed, ask_answer, check_answers_supported, echoes_result, fed_sources
+from kate.agent.turn_end import Executed, ask_answer, ask_call, check_answers_supported, echoes_result, fed_sources
 from kate.envs.actions import action_format_of, is_finished
 from kate.envs.base import Environment, Observation
 from kate.llm.base import Message, ToolSchema
@@ -105,6 +107,19 @@ def run_turn(policy: Policy, env: Environment, messages: list[Message], *, seed:
         step = policy.sampler.act(policy.model, history, tools, seed=seed + i, one_call=settings.one_call)
         vote = step.vote.to_dict() if step.vote is not None else None
         record = dict(index=i, text=step.text, vote=vote, usage=step.usage)
+        if (settings.echo_policy != "keep" and not step.calls and step.parse_error is None
+                and echoes_result(step.text, history)):  # fmt: skip
+            steps.append(StepRecord(**record, calls=(), observations=(), executed=False, echo=True))
+            if settings.echo_policy == "answer" or executed:
+                asked, answer = answer_step(i + 1)
+                steps.append(asked)
+                if answer is not None:
+                    history.append({"role": "assistant", "content": answer})
+                end_reason = "answer" if answer is not None else "repeat"
+                break
+            step = ask_call(policy.model, history, tools, prefill=settings.call_prefill, seed=seed + i,
+                            max_tokens=max_tokens, one_call=settings.one_call)  # fmt: skip
+            record = dict(index=i, text=step.text, vote=None, usage=step.usage, prefill=settings.call_prefill)
         if not step.calls:
             if step.parse_error is not None:
                 first = malformed.get(step.text) if repeat_policy != "off" else None
@@ -120,14 +135,6 @@ def run_turn(policy: Policy, env: Environment, messages: list[Message], *, seed:
                 malformed.setdefault(step.text, i)
                 history.extend(policy_format.malformed(step.text, step.parse_error))
                 continue
-            if settings.echo_policy == "answer" and echoes_result(step.text, history):
-                steps.append(StepRecord(**record, calls=(), observations=(), executed=False, echo=True))
-                asked, answer = answer_step(i + 1)
-                steps.append(asked)
-                if answer is not None:
-                    history.append({"role": "assistant", "content": answer})
-                end_reason = "answer" if answer is not None else "repeat"
-                break
             history.append({"role": "assistant", "content": step.text})
             steps.append(StepRecord(**record, calls=(), observations=(), executed=False))
             answer, end_reason = step.text, "answer"

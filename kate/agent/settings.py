@@ -11,7 +11,8 @@ from typing import Any
 
 REPEAT_POLICIES = ("end_turn", "warn", "answer", "off")
 REPEAT_MATCHES = ("exact", "fed")
-ECHO_POLICIES = ("keep", "answer")
+ECHO_POLICIES = ("keep", "answer", "act")
+CALL_PREFILL = '<tool_call>\n{"name": "'  # how the Qwen models' chat template starts a call
 ANSWER_PREFILL = "Based on the result, "
 # Turn ``t`` of a dialogue samples with ``seed + SEED_STRIDE * t``; step ``i`` of a turn with ``+ i``.
 SEED_STRIDE = 1000
@@ -61,9 +62,12 @@ class LoopSettings:
     answer_at_max_steps: bool = field(default=False, metadata=_help(
         "at the step cap, ask once for the answer (starting with answer_prefill) instead of ending without one"))
     echo_policy: str = field(default="keep", metadata=_help(
-        "a reply without calls that repeats a tool result of the dialogue (verbatim, or wrapped in <tool_response> "
-        "tags): keep (it is the answer) | answer (not kept; the loop asks for the answer, starting with "
-        "answer_prefill, and the turn ends)"))
+        "a reply without calls that writes again a tool result or an earlier answer of the dialogue (verbatim, or "
+        "wrapped in <tool_response> tags): keep (it is the answer) | answer (not kept; the loop asks for the "
+        "answer, starting with answer_prefill, and the turn ends) | act (not kept; a turn that has made no call "
+        "yet asks for a call, its reply starting with call_prefill; a turn with calls asks for the answer)"))
+    call_prefill: str = field(default=CALL_PREFILL, metadata=_help(
+        "the text a call the loop asks for starts with (echo_policy=act): the start of a call in the model's format"))
     system_prompt: str | None = field(default="kate", metadata=_help(
         "system message of a dialogue: a preset (kate), none, or the prompt's text"))
     one_call: bool = field(default=False, metadata=_help(
@@ -89,7 +93,7 @@ class LoopSettings:
     @property
     def asks_answers(self) -> bool:
         """Whether the loop may ask for a prefilled answer (the model must take ``prefill=``)."""
-        return self.repeat_policy == "answer" or self.answer_at_max_steps or self.echo_policy == "answer"
+        return self.repeat_policy == "answer" or self.answer_at_max_steps or self.echo_policy != "keep"
 
     @property
     def system_message(self) -> str | None:
@@ -111,5 +115,5 @@ class LoopSettings:
 
 
 # Added after runs were recorded: to_dict names them only when set (see LoopSettings.to_dict).
-LATER_FIELDS = ("repeat_match", "answer_prefill", "answer_at_max_steps", "echo_policy")
+LATER_FIELDS = ("repeat_match", "answer_prefill", "answer_at_max_steps", "echo_policy", "call_prefill")
 _DEFAULTS = {f.name: f.default for f in fields(LoopSettings)}

@@ -18,8 +18,12 @@ the result, ") was a plain-text reply on 24 of 24 (``bench/turn_end_presentation
 The 1.5B model on BFCL's multi-turn training halves ends a turn another way: it answers with the
 tool result itself (``None`` after ``mkdir``; ``<tool_response>{"error": ...}</tool_response>``), and
 every later turn of the dialogue copies that answer instead of calling (36 of its 57 training turns
-made no call). ``echo_policy="answer"`` does not keep such a reply (``echoes_result``): the loop asks
-for the answer, prefilled, so the history holds an answer and not a result.
+made no call; 22 answers repeat a tool result). ``echo_policy="answer"`` does not keep such a reply
+(``echoes_result``) and asks for the answer, prefilled: on the first 5 training dialogues the asked
+answer ("Based on the result, 1 function call was made.") was then copied by every later turn in its
+place, no turn changed. So an echo also counts a copy of an earlier answer, and ``echo_policy="act"``
+asks a turn that has made no call yet for a call (``ask_call``, the reply starting with the start of a
+call, ``call_prefill``); after a call it asks for the answer.
 
 The answer step is greedy whatever the sampler (there is no call to vote on) and is recorded like
 any step, with the prefill it started from.
@@ -34,6 +38,7 @@ from collections.abc import Sequence
 from kate.agent.records import StepRecord
 from kate.envs.base import Observation
 from kate.llm.base import ChatModel, Message, ToolSchema, supports
+from kate.sampling.policy import Step, first_call_only
 from kate.toolcall import ToolCall
 
 _TOOL_RESPONSE_TAGS = re.compile(r"</?tool_response>")
@@ -102,14 +107,29 @@ def ask_answer(model: ChatModel, history: list[Message], tools: list[ToolSchema]
     return record, (completion.text if answered else None)
 
 
+def _earlier_text(message: Message) -> str | None:
+    """A tool result's text, or a plain answer's (an assistant message without calls); else None."""
+    if message.get("role") == "tool" or (message.get("role") == "assistant" and not message.get("tool_calls")):
+        return str(message.get("content") or "").strip() or None
+    return None
+
+
 def echoes_result(text: str, history: Sequence[Message]) -> bool:
-    """Whether a reply without calls is a tool result of the dialogue written again: the same text as
-    some tool message of ``history`` (spaces and ``<tool_response>`` tags aside), or a text wrapped
-    in ``<tool_response>`` tags (a result the model made up is no answer either)."""
+    """Whether a reply without calls writes again a tool result or an earlier answer of the dialogue:
+    the same text as some tool message or plain assistant answer of ``history`` (spaces and
+    ``<tool_response>`` tags aside), or a text wrapped in ``<tool_response>`` tags (a result the model
+    made up is no answer either)."""
     wrapped = "<tool_response>" in text
     reply = _TOOL_RESPONSE_TAGS.sub("", text).strip()
-    if not reply:
-        return wrapped
-    return wrapped or any(
-        m.get("role") == "tool" and str(m.get("content") or "").strip() == reply for m in history
-    )
+    return wrapped or (bool(reply) and any(_earlier_text(m) == reply for m in history))
+
+
+def ask_call(model: ChatModel, history: list[Message], tools: list[ToolSchema] | None, *, prefill: str,
+             seed: int, max_tokens: int, one_call: bool) -> Step:
+    """One greedy step whose reply starts with ``prefill`` (the start of a call): the step as a sampler
+    would return it (no vote), its text including the prefill."""
+    completion = model.chat(history, tools, n=1, temperature=0.0, max_tokens=max_tokens, seed=seed,
+                            prefill=prefill)[0]  # type: ignore[call-arg]
+    if one_call:
+        completion = first_call_only(completion)
+    return Step(completion.tool_calls, completion.text, (completion,), None, completion.usage, completion.parse_error)

@@ -20,7 +20,7 @@ from kate.retrieval.knowledge import make_knowledge
 from kate.tasks.base import Task
 
 LOOP_KEYS = ("max_steps", "repeat_policy", "repeat_match", "answer_prefill", "answer_at_max_steps", "echo_policy",
-             "system_prompt", "one_call")
+             "call_prefill", "system_prompt", "one_call")
 
 
 def loop_settings(cfg: Mapping[str, Any]) -> LoopSettings:

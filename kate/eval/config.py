@@ -17,7 +17,7 @@ from typing import Any, Dict, List, Optional
 
 from omegaconf import MISSING, DictConfig, OmegaConf
 
-from kate.agent.settings import ANSWER_PREFILL
+from kate.agent.settings import ANSWER_PREFILL, CALL_PREFILL
 
 HYDRA_KEYS = {"_target_", "_convert_", "_recursive_", "_partial_", "_args_"}
 
@@ -50,6 +50,7 @@ class RepeatMatch(Enum):
 class EchoPolicy(Enum):
     keep = "keep"
     answer = "answer"
+    act = "act"
 
 
 @dataclass
@@ -71,8 +72,10 @@ class LoopFields:
     answer_prefill: str = help_field("the start of an answer the loop asks for (kate/agent/turn_end.py)",
                                      ANSWER_PREFILL)
     answer_at_max_steps: bool = help_field("at the step cap, ask once for the answer instead of ending", False)
-    echo_policy: EchoPolicy = help_field("a reply that repeats a tool result: keep (the answer) | answer (not kept; "
-                                         "ask for the answer, prefilled)", EchoPolicy.keep)
+    echo_policy: EchoPolicy = help_field("a reply that repeats a tool result or an earlier answer: keep (the answer) | "
+                                         "answer (not kept; ask for the answer, prefilled) | act (not kept; ask a turn "
+                                         "without calls for a call, prefilled with call_prefill)", EchoPolicy.keep)
+    call_prefill: str = help_field("the start of a call the loop asks for (echo_policy=act)", CALL_PREFILL)
     system_prompt: Optional[str] = help_field("dialogue system prompt: kate (kate/agent/settings.py), none, or a text", "kate")
     one_call: bool = help_field("multi-turn steps take the first call the model writes", True)
 

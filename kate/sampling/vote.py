@@ -230,7 +230,8 @@ def _filled_majority(
 ) -> Vote:
     """``valid_majority`` where a call that carries a copied placeholder also counts as not valid."""
     fits = schema_valid(tools) if tools else (lambda calls: True)
-    return majority_vote(completions, lambda calls: fits(calls) and not carries_placeholder(calls), method="filled_majority")
+    filled = lambda calls: fits(calls) and not carries_placeholder(calls)  # noqa: E731
+    return majority_vote(completions, filled, method="filled_majority")
 
 
 AGGREGATORS: dict[str, Aggregator] = {"majority": _majority, "valid_majority": _valid_majority,
