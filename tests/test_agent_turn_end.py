@@ -9,7 +9,7 @@ import json
 import pytest
 
 from kate.agent import LoopSettings, Policy
-from kate.agent.turn_end import echoes_result, fed_from
+from kate.agent.turn_end import echoes_result, fed_from, no_answer
 from kate.envs import Observation, PythonFunctionsEnv
 from kate.llm.fake import FakeChatModel
 from kate.sampling import GreedySampler
@@ -129,6 +129,7 @@ def test_a_reply_that_writes_a_tool_result_again_is_an_echo():
     assert not echoes_result("None", calling)  # the text beside a call is no answer
     assert not echoes_result("The folder was created; None of the files moved.", history)
     assert not echoes_result("", history)
+    assert no_answer("", ASK) and no_answer(" \n", ASK) and no_answer("None", history) and not no_answer("92.", ASK)
 
 
 def test_echo_policy_answer_asks_for_the_answer_in_place_of_an_echoed_result():
@@ -140,6 +141,8 @@ def test_echo_policy_answer_asks_for_the_answer_in_place_of_an_echoed_result():
     assert all(m.get("content") != "92.0" for m in turn.messages if m["role"] == "assistant")  # the echo is not kept
     _, kept = run([call(100), "92.0"])  # the default keeps it as the answer
     assert kept.answer == "92.0" and not kept.steps[-1].echo
+    _, empty = run([call(100), "", "92 euros."], echo_policy="answer")  # an empty reply is no answer either
+    assert empty.steps[1].echo and empty.answer == "Based on the result, 92 euros."
 
 
 def test_the_transformers_client_starts_its_reply_with_the_prefill(small_hf):

@@ -19,7 +19,7 @@ turn is a repeat, handled by ``repeat_policy`` for every sampler alike:
 * ``"off"``: repeats are executed like any call.
 ``repeat_match="fed"`` also counts as a repeat a call that feeds an earlier call's result back into
 the same function; ``answer_at_max_steps`` asks for the answer once at the step cap; ``echo_policy``
-handles a reply that writes a tool result or an earlier answer again (``turn_end.echoes_result``):
+handles a reply that is empty or writes a tool result or an earlier answer again (``turn_end.no_answer``):
 ``"answer"`` asks for the answer in its place; ``"act"`` asks for a call while the turn has made
 none (the asked call is step ``i``, recorded after the echo with its prefill), else for the answer.
 Under ``"end_turn"`` and ``"warn"`` a call repeated *within* one step runs once, and the same
@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING
 from kate.agent.knowledge import KnowledgeContext
 from kate.agent.records import DialogueResult, StepRecord, TurnResult
 from kate.agent.settings import SEED_STRIDE
-from kate.agent.turn_end import Executed, ask_answer, ask_call, check_answers_supported, echoes_result, fed_sources
+from kate.agent.turn_end import Executed, ask_answer, ask_call, check_answers_supported, fed_sources, no_answer
 from kate.envs.actions import action_format_of, is_finished
 from kate.envs.base import Environment, Observation
 from kate.llm.base import Message, ToolSchema
@@ -108,7 +108,7 @@ def run_turn(policy: Policy, env: Environment, messages: list[Message], *, seed:
         vote = step.vote.to_dict() if step.vote is not None else None
         record = dict(index=i, text=step.text, vote=vote, usage=step.usage)
         if (settings.echo_policy != "keep" and not step.calls and step.parse_error is None
-                and echoes_result(step.text, history)):  # fmt: skip
+                and no_answer(step.text, history)):  # fmt: skip
             steps.append(StepRecord(**record, calls=(), observations=(), executed=False, echo=True))
             if settings.echo_policy == "answer" or executed:
                 asked, answer = answer_step(i + 1)

@@ -62,10 +62,10 @@ class LoopSettings:
     answer_at_max_steps: bool = field(default=False, metadata=_help(
         "at the step cap, ask once for the answer (starting with answer_prefill) instead of ending without one"))
     echo_policy: str = field(default="keep", metadata=_help(
-        "a reply without calls that writes again a tool result or an earlier answer of the dialogue (verbatim, or "
-        "wrapped in <tool_response> tags): keep (it is the answer) | answer (not kept; the loop asks for the "
-        "answer, starting with answer_prefill, and the turn ends) | act (not kept; a turn that has made no call "
-        "yet asks for a call, its reply starting with call_prefill; a turn with calls asks for the answer)"))
+        "a reply without calls that is empty or writes again a tool result or an earlier answer of the dialogue "
+        "(verbatim, or wrapped in <tool_response> tags): keep (it is the answer) | answer (not kept; the loop asks "
+        "for the answer, starting with answer_prefill, and the turn ends) | act (not kept; a turn that has made no "
+        "call yet asks for a call, its reply starting with call_prefill; a turn with calls asks for the answer)"))
     call_prefill: str = field(default=CALL_PREFILL, metadata=_help(
         "the text a call the loop asks for starts with (echo_policy=act): the start of a call in the model's format"))
     system_prompt: str | None = field(default="kate", metadata=_help(

@@ -23,7 +23,9 @@ made no call; 22 answers repeat a tool result). ``echo_policy="answer"`` does no
 answer ("Based on the result, 1 function call was made.") was then copied by every later turn in its
 place, no turn changed. So an echo also counts a copy of an earlier answer, and ``echo_policy="act"``
 asks a turn that has made no call yet for a call (``ask_call``, the reply starting with the start of a
-call, ``call_prefill``); after a call it asks for the answer.
+call, ``call_prefill``); after a call it asks for the answer. On the first 2 training dialogues the
+asked calls ran (``grep``, ``edit_ticket``), and the turns after them replied with nothing at all (an
+empty text): an empty reply is no answer either (``no_answer``).
 
 The answer step is greedy whatever the sampler (there is no call to vote on) and is recorded like
 any step, with the prefill it started from.
@@ -122,6 +124,11 @@ def echoes_result(text: str, history: Sequence[Message]) -> bool:
     wrapped = "<tool_response>" in text
     reply = _TOOL_RESPONSE_TAGS.sub("", text).strip()
     return wrapped or (bool(reply) and any(_earlier_text(m) == reply for m in history))
+
+
+def no_answer(text: str, history: Sequence[Message]) -> bool:
+    """Whether a reply without calls is no answer at all: empty, or an echo (``echoes_result``)."""
+    return not text.strip() or echoes_result(text, history)
 
 
 def ask_call(model: ChatModel, history: list[Message], tools: list[ToolSchema] | None, *, prefill: str,

@@ -72,9 +72,10 @@ class LoopFields:
     answer_prefill: str = help_field("the start of an answer the loop asks for (kate/agent/turn_end.py)",
                                      ANSWER_PREFILL)
     answer_at_max_steps: bool = help_field("at the step cap, ask once for the answer instead of ending", False)
-    echo_policy: EchoPolicy = help_field("a reply that repeats a tool result or an earlier answer: keep (the answer) | "
-                                         "answer (not kept; ask for the answer, prefilled) | act (not kept; ask a turn "
-                                         "without calls for a call, prefilled with call_prefill)", EchoPolicy.keep)
+    echo_policy: EchoPolicy = help_field(
+        "an empty reply, or one that repeats a result or an earlier answer: keep (the answer) | answer (not kept; ask "
+        "for the answer, prefilled) | act (not kept; ask a turn without calls for a call, prefilled with call_prefill)",
+        EchoPolicy.keep)
     call_prefill: str = help_field("the start of a call the loop asks for (echo_policy=act)", CALL_PREFILL)
     system_prompt: Optional[str] = help_field("dialogue system prompt: kate (kate/agent/settings.py), none, or a text", "kate")
     one_call: bool = help_field("multi-turn steps take the first call the model writes", True)
