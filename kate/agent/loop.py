@@ -94,11 +94,18 @@ def run_turn(policy: Policy, env: Environment, messages: list[Message], *, seed:
         check_answers_supported(policy.model)
     max_tokens = getattr(policy.sampler, "max_tokens", 256)
 
-    def answer_step(index: int) -> tuple[StepRecord, str | None]:
-        return ask_answer(policy.model, history, tools, prefill=settings.answer_prefill, index=index,
-                          seed=seed + index, max_tokens=max_tokens)  # fmt: skip
-
     steps: list[StepRecord] = []
+
+    def end_with_answer(index: int) -> tuple[str | None, str]:
+        """Ask for the answer (prefilled), record the step, keep the answer in the history: (answer, end
+        reason), the reason ``"repeat"`` when the reply is still no answer."""
+        asked, answer = ask_answer(policy.model, history, tools, prefill=settings.answer_prefill, index=index,
+                                   seed=seed + index, max_tokens=max_tokens)  # fmt: skip
+        steps.append(asked)
+        if answer is not None:
+            history.append({"role": "assistant", "content": answer})
+        return answer, ("answer" if answer is not None else "repeat")
+
     executed: list[Executed] = []
     seen: dict[tuple[str, ...], tuple[int, tuple[ToolCall, ...], tuple[Observation, ...]]] = {}
     malformed: dict[str, int] = {}  # raw text of malformed steps -> first step index
@@ -111,11 +118,7 @@ def run_turn(policy: Policy, env: Environment, messages: list[Message], *, seed:
                 and no_answer(step.text, history)):  # fmt: skip
             steps.append(StepRecord(**record, calls=(), observations=(), executed=False, echo=True))
             if settings.echo_policy == "answer" or executed:
-                asked, answer = answer_step(i + 1)
-                steps.append(asked)
-                if answer is not None:
-                    history.append({"role": "assistant", "content": answer})
-                end_reason = "answer" if answer is not None else "repeat"
+                answer, end_reason = end_with_answer(i + 1)
                 break
             step = ask_call(policy.model, history, tools, prefill=settings.call_prefill, seed=seed + i,
                             max_tokens=max_tokens, one_call=settings.one_call)  # fmt: skip
@@ -154,11 +157,7 @@ def run_turn(policy: Policy, env: Environment, messages: list[Message], *, seed:
             repeats += 1
             steps.append(StepRecord(**record, calls=calls, observations=(), executed=False, repeat_of=first))
             if repeat_policy == "answer":
-                asked, answer = answer_step(i + 1)
-                steps.append(asked)
-                if answer is not None:
-                    history.append({"role": "assistant", "content": answer})
-                end_reason = "answer" if answer is not None else "repeat"
+                answer, end_reason = end_with_answer(i + 1)
                 break
             if repeat_policy == "end_turn" or repeats > 1:
                 end_reason = "repeat"
@@ -178,11 +177,8 @@ def run_turn(policy: Policy, env: Environment, messages: list[Message], *, seed:
             break
     else:
         if settings.answer_at_max_steps:
-            asked, answer = answer_step(settings.max_steps)
-            steps.append(asked)
-            if answer is not None:
-                history.append({"role": "assistant", "content": answer})
-                end_reason = "answer"
+            answer, _ = end_with_answer(settings.max_steps)
+            end_reason = "answer" if answer is not None else end_reason
     knowledge = retrieved.text if retrieved is not None else None
     return TurnResult(user_text, knowledge, tuple(steps), answer, end_reason, history, start, env.state(), retrieved)
 
