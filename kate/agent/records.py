@@ -35,7 +35,7 @@ class StepRecord:
     parse_error: str | None = None
     repeat_of: int | None = None
     prefill: str | None = None  # an answer the loop asked for began with this text (kate/agent/turn_end.py)
-    echo: bool = False  # a reply that repeated a tool result, not kept as the answer (echo_policy=answer)
+    echo: bool = False  # an empty reply or one repeating a result or an earlier answer, not kept (echo_policy)
 
     def to_dict(self) -> dict[str, Any]:
         out = {
