@@ -27,8 +27,8 @@ call, ``call_prefill``); after a call it asks for the answer. On the first 2 tra
 asked calls ran (``grep``, ``edit_ticket``), and the turns after them replied with nothing at all (an
 empty text): an empty reply is no answer either (``no_answer``). On the 16 training dialogues
 (``bench/failure_table.py --arms direct_act,st_act``) ``act`` took the turns without a call from 36 to
-17 of 57 and the calls from 21 to 40; turns passed stayed 3 (4 with ST): the asked calls act, mostly
-in the wrong directory.
+17 of 57 and the calls from 21 to 40; turns passed stayed 3 (4 with ST, 4 with the KATE authors'
+top-3 retrieval): the asked calls act, mostly in the wrong directory.
 
 The answer step is greedy whatever the sampler (there is no call to vote on) and is recorded like
 any step, with the prefill it started from.
