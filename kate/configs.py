@@ -13,6 +13,7 @@ from typing import Any, Dict, List, Optional
 from hydra.core.config_store import ConfigStore
 
 from kate.eval.config import ArmConfig, EvalConfig, MainConfig, ReportConfig, Split, help_field
+from kate.toolcall.format import HERMES_CALL_START
 
 
 class AppWorldAction(Enum):
@@ -279,7 +280,7 @@ class GateFields:
     beliefs: Optional[str] = help_field("a JSON file {item id: belief} instead of the probes step's", None)
     no_tool_text: str = help_field("prefilled below tau", "I can answer this directly, without calling a tool. ")
     tool_text: str = help_field("prefilled above tau (soft mode)", "I need to call a tool for this.\n")
-    call_opening: str = help_field("prefilled above tau (hard mode)", '<tool_call>\n{"name": "')
+    call_opening: str = help_field("prefilled above tau (hard mode)", HERMES_CALL_START)
 
 
 @dataclass

@@ -9,10 +9,12 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
+from kate.toolcall.format import HERMES_CALL_START
+
 REPEAT_POLICIES = ("end_turn", "warn", "answer", "off")
 REPEAT_MATCHES = ("exact", "fed")
 ECHO_POLICIES = ("keep", "answer", "act")
-CALL_PREFILL = '<tool_call>\n{"name": "'  # how the Qwen models' chat template starts a call
+CALL_PREFILL = HERMES_CALL_START  # how the Qwen models' chat template starts a call
 ANSWER_PREFILL = "Based on the result, "
 # Turn ``t`` of a dialogue samples with ``seed + SEED_STRIDE * t``; step ``i`` of a turn with ``+ i``.
 SEED_STRIDE = 1000

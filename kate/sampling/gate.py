@@ -26,6 +26,7 @@ from typing import Any
 
 from kate.llm.base import ChatModel, Completion, Message, ToolSchema, supports
 from kate.sampling.policy import GreedySampler, Sampler, Step
+from kate.toolcall.format import HERMES_CALL_START
 
 GATE_MODES = ("soft", "hard")
 GATE_ACTIONS = ("no_tool", "tool", "none")  # what was prefilled: the no-tool text, the tool text/opening, nothing
@@ -86,7 +87,7 @@ class GateSampler:
     mode: str = "soft"
     no_tool_text: str = "I can answer this directly, without calling a tool. "
     tool_text: str = "I need to call a tool for this.\n"
-    call_opening: str = '<tool_call>\n{"name": "'  # the opening alone is not enough (kate.serve's call_prefill)
+    call_opening: str = HERMES_CALL_START  # the opening alone is not enough (kate.serve's call_prefill)
     inner: Sampler | None = None
     first_step_only: bool = True
 

@@ -37,6 +37,11 @@ def to_openai_tool_calls(calls: Calls | ToolCall) -> list[dict[str, Any]]:
     ]
 
 
+# How a hermes call (Qwen's chat template) starts, up to the function's name: a prefill that makes the model
+# write a call (the opening ``<tool_call>`` alone is not enough: the default model ends its turn there).
+HERMES_CALL_START = '<tool_call>\n{"name": "'
+
+
 def to_hermes(calls: Calls | ToolCall) -> str:
     """One ``<tool_call>\\n{"name": ..., "arguments": ...}\\n</tool_call>`` block per call."""
     return "\n".join(
