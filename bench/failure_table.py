@@ -43,6 +43,13 @@ asked answer was copied instead; kept as made, ``FROZEN``), then ``echo_policy=a
     .venv/bin/python bench/failure_table.py --model qwen2.5-coder-1.5b-instruct-q4_k_m --arms direct_act,st_act --single 0 --multi 16
     .venv/bin/python bench/failure_table.py --model qwen2.5-coder-1.5b-instruct-q4_k_m --arms st_kate_act --single 0 --multi 16
 
+ES written from the model's own failures (issue 15): ``es_kate_act`` (the shipped ES, top-3 at >= 0.5) against
+``es_fail_kate_act`` (the ES of direct_act's failed turns written from its attempts: build the base first, about
+ten minutes with the 0.5B writer, the other entries from the cache):
+
+    .venv/bin/kate kb action=build kb=bfcl_es_attempts
+    .venv/bin/python bench/failure_table.py --model qwen2.5-coder-1.5b-instruct-q4_k_m --arms es_kate_act,es_fail_kate_act --single 0 --multi 16
+
 Writes ``bench/results/failure_table.{json,md}``: per single-turn category the failures by kind; per
 multi-turn dialogue the turn ends and the argument-form failures; the "could an example fix it"
 column is a judgement per kind, stated in ``FIXABLE`` (not measured here; the selection runs of
@@ -89,6 +96,7 @@ FENCED_LIST = "+knowledge.single_turn.template.call_block=fenced_list"
 PATTERN_LIST = "knowledge.single_turn.template.preset=guarded_pattern_list"
 MULTI_CALL = [PATTERN_LIST, "+knowledge.single_turn.only_multi_call=true", "+knowledge.single_turn.match_function_count=true",
               "knowledge.single_turn.threshold=0.0"]  # fmt: skip
+KATE_VALUES = ["knowledge.multi_turn.top_k=3", "knowledge.multi_turn.threshold=0.5"]
 ARMS = {"direct": ("direct", []), "direct_answer": ("direct", TURN_END), "pattern": ("pattern", []),
         "pattern_multi": ("pattern", [MULTI_SOURCES]),
         "pattern_multi_list": ("pattern", [MULTI_SOURCES, FENCED_LIST]),
@@ -115,7 +123,11 @@ ARMS = {"direct": ("direct", []), "direct_answer": ("direct", TURN_END), "patter
         # echo_policy=act: a turn that made no call and echoes is asked for a call (the asked answer was copied too)
         "direct_act": ("direct", ["echo_policy=act"]), "st_act": ("st", ["echo_policy=act"]),
         # the same with the KATE authors' retrieval (top-3 at >= 0.5: knowledge in 46 of 57 turns, not 8)
-        "st_kate_act": ("st_kate", ["echo_policy=act"])}
+        "st_kate_act": ("st_kate", ["echo_policy=act"]),
+        # ES with KATE's values (top-3 at >= 0.5), from the shipped base and from one whose failed turns' ES were
+        # written from direct_act's attempts (conf/kb/bfcl_es_attempts.yaml; a dialogue never sees its own entries)
+        "es_kate_act": ("es", [*KATE_VALUES, "echo_policy=act"]),
+        "es_fail_kate_act": ("es", [*KATE_VALUES, "knowledge.multi_turn.kb=bfcl_es_attempts", "echo_policy=act"])}
 # Records kept as made, under code that has changed since (the same config, so a resume would mix two rules):
 # reported, never run again.
 FROZEN = {"direct_echo": "its 5 dialogues ran when an echo was only a tool result written again (kate/agent/turn_end.py)"}

@@ -13,7 +13,7 @@ from typing import Any, Dict, List, Optional
 from hydra.core.config_store import ConfigStore
 
 from kate.eval.config import ArmConfig, EvalConfig, MainConfig, ReportConfig, Split, help_field
-from kate.toolcall.format import HERMES_CALL_START
+from kate.toolcall.format import HERMES_CALL_START, HERMES_OPENING
 
 
 class AppWorldAction(Enum):
@@ -146,7 +146,8 @@ class ServeConfig:
                             Vote.valid_majority)
     temperature: float = help_field("temperature of width samples when a request gives none", 1.0)
     max_tokens: int = help_field("completion tokens when a request gives no max_tokens", 512)
-    call_opening: str = help_field("the model's call opening, prefilled when tool_choice forces a call", "<tool_call>\n")
+    call_opening: str = help_field("the model's call opening, prefilled when tool_choice forces a call",
+                                   HERMES_OPENING)
     report: bool = help_field("add the kate field (vote, knowledge hits) to responses", True)
     gate: Any = help_field("a probe-triggered gate around each request's sampler (conf/gate/: probe); null: none", None)
     knowledge: ServeKnowledgeConfig = help_field("knowledge bases and retrieval", factory=ServeKnowledgeConfig)

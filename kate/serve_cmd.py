@@ -18,6 +18,7 @@ from omegaconf import DictConfig
 from kate.eval.config import check_target, plain
 from kate.llm.base import ChatModel
 from kate.llm.identity import model_identity
+from kate.toolcall.format import HERMES_OPENING
 from kate.retrieval.config import RetrievalConfig
 from kate.serve.app import ServerSettings, create_app
 from kate.serve.errors import APIError
@@ -79,7 +80,7 @@ def build_server(cfg: DictConfig | dict[str, Any], model: ChatModel | None = Non
 
     settings = ServeSettings(width=int(cfg.get("width", 8)), vote=str(cfg.get("vote", "valid_majority")),
                              temperature=float(cfg.get("temperature", 1.0)), max_tokens=int(cfg.get("max_tokens", 512)),
-                             call_opening=str(cfg.get("call_opening", "<tool_call>\n")),
+                             call_opening=str(cfg.get("call_opening", HERMES_OPENING)),
                              report=bool(cfg.get("report", True)))  # fmt: skip
     gate = None
     if cfg.get("gate"):

@@ -17,8 +17,7 @@ from typing import Any
 from kate.llm.base import ChatModel, Completion, Message, ToolSchema, supports
 from kate.serve.errors import bad_request
 from kate.serve.request import ChatRequest
-
-HERMES_OPENING = "<tool_call>\n"
+from kate.toolcall.format import HERMES_OPENING
 
 
 def call_prefill(function: str | None, opening: str = HERMES_OPENING) -> str:

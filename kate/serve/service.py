@@ -31,8 +31,9 @@ from kate.sampling.policy import GreedySampler, Sampler, WidthSampler, first_cal
 from kate.serve.errors import APIError, bad_request
 from kate.serve.knowledge import ServedKnowledge
 from kate.serve.request import ChatRequest
-from kate.serve.request_model import HERMES_OPENING, RequestModel
+from kate.serve.request_model import RequestModel
 from kate.serve.response import choice_dict, completion_dict
+from kate.toolcall.format import HERMES_OPENING
 
 
 @dataclass(frozen=True)

@@ -37,9 +37,10 @@ def to_openai_tool_calls(calls: Calls | ToolCall) -> list[dict[str, Any]]:
     ]
 
 
-# How a hermes call (Qwen's chat template) starts, up to the function's name: a prefill that makes the model
-# write a call (the opening ``<tool_call>`` alone is not enough: the default model ends its turn there).
-HERMES_CALL_START = '<tool_call>\n{"name": "'
+# How a hermes call (Qwen's chat template) opens, and how it starts up to the function's name: a prefill that
+# makes the model write a call (the opening alone is not enough: the default model ends its turn there).
+HERMES_OPENING = "<tool_call>\n"
+HERMES_CALL_START = HERMES_OPENING + '{"name": "'
 
 
 def to_hermes(calls: Calls | ToolCall) -> str:
