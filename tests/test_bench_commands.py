@@ -127,3 +127,14 @@ def test_failure_table_keeps_another_models_train_fold_runs_apart_and_pairs_dial
     assert (kate_arm["knowledge"]["multi_turn"]["top_k"], kate_arm["knowledge"]["multi_turn"]["threshold"]) == (3, 0.5)
     paired = table.multi_turn_paired({"direct": {"a": 1, "b": 2, "c": 0}, "st": {"a": 2, "b": 1, "c": 0, "d": 5}})
     assert paired == {"st": {"dialogues": 3, "better": 1, "worse": 1, "turns_passed": 3, "direct_turns_passed": 3}}
+
+
+def test_the_es_arms_differ_only_in_the_base_written_from_failures():
+    table = _bench("failure_table")
+    shipped, failures = (table.compose_arm(arm, "qwen2.5-coder-1.5b-instruct-q4_k_m") for arm in ("es_kate_act",
+                                                                                                   "es_fail_kate_act"))
+    assert shipped["knowledge"]["multi_turn"]["kb"] == "bfcl_train"
+    assert failures["knowledge"]["multi_turn"]["kb"] == "bfcl_es_attempts"
+    assert {**failures["knowledge"]["multi_turn"], "kb": "bfcl_train"} == shipped["knowledge"]["multi_turn"]
+    assert (shipped["knowledge"]["multi_turn"]["top_k"], shipped["knowledge"]["multi_turn"]["threshold"]) == (3, 0.5)
+    assert shipped["knowledge"]["multi_turn"]["types"] == ["ES", "ST"] and shipped["echo_policy"] == "act"
