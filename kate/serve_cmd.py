@@ -18,7 +18,6 @@ from omegaconf import DictConfig
 from kate.eval.config import check_target, plain
 from kate.llm.base import ChatModel
 from kate.llm.identity import model_identity
-from kate.toolcall.format import HERMES_OPENING
 from kate.retrieval.config import RetrievalConfig
 from kate.serve.app import ServerSettings, create_app
 from kate.serve.errors import APIError
@@ -26,6 +25,7 @@ from kate.serve.knowledge import ServedKnowledge
 from kate.serve.learn import trajectory_learner
 from kate.serve.request import Limits
 from kate.serve.service import ChatService, ServeSettings
+from kate.toolcall.format import HERMES_OPENING
 
 
 @dataclass
