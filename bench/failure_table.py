@@ -128,6 +128,8 @@ ARMS = {"direct": ("direct", []), "direct_answer": ("direct", TURN_END), "patter
         # written from direct_act's attempts (conf/kb/bfcl_es_attempts.yaml; a dialogue never sees its own entries)
         "es_kate_act": ("es", [*KATE_VALUES, "echo_policy=act"]),
         "es_fail_kate_act": ("es", [*KATE_VALUES, "knowledge.multi_turn.kb=bfcl_es_attempts", "echo_policy=act"])}
+# Arms paired with their own control as well as with direct: the same settings but for the one thing measured.
+CONTROLS = {"es_fail_kate_act": "es_kate_act"}
 # Records kept as made, under code that has changed since (the same config, so a resume would mix two rules):
 # reported, never run again.
 FROZEN = {"direct_echo": "its 5 dialogues ran when an echo was only a tool result written again (kate/agent/turn_end.py)"}
@@ -265,7 +267,10 @@ def report(model_name: str | None = None) -> dict:
         out["arms"][arm] = {"single_turn": {c: {**v, "kinds": dict(v["kinds"])} for c, v in sorted(single.items())},
                             "multi_turn_base": {k: dict(v) if isinstance(v, Counter) else v for k, v in multi.items()}}
     out["paired"] = paired(out.pop("_valid", {}), out.pop("_reached", {}))
-    out["multi_turn_paired"] = multi_turn_paired(out.pop("_turns", {}))
+    turns = out.pop("_turns", {})
+    out["multi_turn_paired"] = multi_turn_paired(turns)
+    out["multi_turn_controls"] = multi_turn_paired({arm: turns[arm] for arm in turns if arm in CONTROLS
+                                                    or arm in CONTROLS.values()}, CONTROLS)
     out["multi_call_p"] = multi_call_p_sweep(GATE_ARM, runs, model_name)
     out["multi_call_counts_p"] = multi_call_p_sweep("multi_call_counts", runs, model_name)
     result.parent.mkdir(parents=True, exist_ok=True)
@@ -301,18 +306,19 @@ def multi_call_p_sweep(arm: str = GATE_ARM, runs: Path = RUNS, model_name: str |
              "broken": int(sum(p >= t and base and not ok for p, ok, base in reached))} for t in GATE_PS]
 
 
-def multi_turn_paired(turns: dict[str, dict[str, int]]) -> dict:
-    """Each arm's turns passed against ``direct``'s on the multi-turn dialogues both ran: better / worse
-    dialogues and the turns passed in all."""
-    base = turns.get("direct", {})
+def multi_turn_paired(turns: dict[str, dict[str, int]], controls: dict[str, str] | None = None) -> dict:
+    """Each arm's turns passed against ``direct``'s (or its control's, ``controls``: arm -> arm) on the
+    multi-turn dialogues both ran: better / worse dialogues and the turns passed in all."""
     out = {}
     for arm, mine in turns.items():
+        against = (controls or {}).get(arm, "direct")
+        base = turns.get(against, {})
         common = sorted(set(mine) & set(base))
-        if arm == "direct" or not common:
+        if arm == against or not common:
             continue
         out[arm] = {"dialogues": len(common), "better": sum(mine[i] > base[i] for i in common),
                     "worse": sum(mine[i] < base[i] for i in common), "turns_passed": sum(mine[i] for i in common),
-                    "direct_turns_passed": sum(base[i] for i in common)}
+                    f"{against}_turns_passed": sum(base[i] for i in common)}
     return out
 
 
@@ -368,10 +374,12 @@ def markdown(out: dict) -> str:
         lines += [f"| {c} | {r['n']} | {r['direct']} | {r['arm']} | {r['fixed']} | {r['broken']} | {r.get('reached', '-')} |"
                   for c, r in per.items()]  # fmt: skip
         lines.append("")
-    for arm, m in out.get("multi_turn_paired", {}).items():
-        lines += [f"## {arm} against direct (the same multi_turn_base dialogues)", "",
+    paired = [(arm, "direct", m) for arm, m in out.get("multi_turn_paired", {}).items()]
+    paired += [(arm, CONTROLS[arm], m) for arm, m in out.get("multi_turn_controls", {}).items()]
+    for arm, against, m in paired:
+        lines += [f"## {arm} against {against} (the same multi_turn_base dialogues)", "",
                   f"{m['dialogues']} dialogues: better in {m['better']}, worse in {m['worse']}; turns passed "
-                  f"{m['turns_passed']} ({arm}) vs {m['direct_turns_passed']} (direct).", ""]  # fmt: skip
+                  f"{m['turns_passed']} ({arm}) vs {m[f'{against}_turns_passed']} ({against}).", ""]  # fmt: skip
     for key, arm in (("multi_call_p", GATE_ARM), ("multi_call_counts_p", "multi_call_counts")):
         if not out.get(key):
             continue

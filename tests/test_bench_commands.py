@@ -127,6 +127,8 @@ def test_failure_table_keeps_another_models_train_fold_runs_apart_and_pairs_dial
     assert (kate_arm["knowledge"]["multi_turn"]["top_k"], kate_arm["knowledge"]["multi_turn"]["threshold"]) == (3, 0.5)
     paired = table.multi_turn_paired({"direct": {"a": 1, "b": 2, "c": 0}, "st": {"a": 2, "b": 1, "c": 0, "d": 5}})
     assert paired == {"st": {"dialogues": 3, "better": 1, "worse": 1, "turns_passed": 3, "direct_turns_passed": 3}}
+    controlled = table.multi_turn_paired({"es": {"a": 1, "b": 0}, "es_fail": {"a": 1, "b": 1}}, {"es_fail": "es"})
+    assert controlled == {"es_fail": {"dialogues": 2, "better": 1, "worse": 0, "turns_passed": 2, "es_turns_passed": 1}}
 
 
 def test_the_es_arms_differ_only_in_the_base_written_from_failures():
