@@ -269,8 +269,7 @@ def report(model_name: str | None = None) -> dict:
     out["paired"] = paired(out.pop("_valid", {}), out.pop("_reached", {}))
     turns = out.pop("_turns", {})
     out["multi_turn_paired"] = multi_turn_paired(turns)
-    out["multi_turn_controls"] = multi_turn_paired({arm: turns[arm] for arm in turns if arm in CONTROLS
-                                                    or arm in CONTROLS.values()}, CONTROLS)
+    out["multi_turn_controls"] = {arm: m for arm, m in multi_turn_paired(turns, CONTROLS).items() if arm in CONTROLS}
     out["multi_call_p"] = multi_call_p_sweep(GATE_ARM, runs, model_name)
     out["multi_call_counts_p"] = multi_call_p_sweep("multi_call_counts", runs, model_name)
     result.parent.mkdir(parents=True, exist_ok=True)
