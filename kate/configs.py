@@ -104,11 +104,14 @@ class KbConfig:
     show_text: bool = help_field("print the text that would be injected", True)
 
 
-class Vote(Enum):
+class ServeVote(Enum):
+    """How the server aggregates a step's samples (kate.sampling.vote, kate.sampling.adaptive)."""
+
     valid_majority = "valid_majority"
     filled_majority = "filled_majority"
     majority = "majority"
     critic = "critic"
+    adaptive = "adaptive"
 
 
 @dataclass
@@ -142,8 +145,8 @@ class ServeConfig:
     port: int = help_field("TCP port (0: any free port, printed at start)", 8000)
     api_key_env: Optional[str] = help_field("environment variable holding the API key clients must send; null: none", None)
     width: int = help_field("samples voted over per step (kate.n per request; 1: no vote)", 8)
-    vote: Vote = help_field("valid_majority | filled_majority | majority | critic (kate.vote per request)",
-                            Vote.valid_majority)
+    vote: ServeVote = help_field("valid_majority | filled_majority | majority | critic | adaptive (the act-first "
+                                 "adaptive vote, up to width samples; kate.vote per request)", ServeVote.valid_majority)
     temperature: float = help_field("temperature of width samples when a request gives none", 1.0)
     max_tokens: int = help_field("completion tokens when a request gives no max_tokens", 512)
     call_opening: str = help_field("the model's call opening, prefilled when tool_choice forces a call",

@@ -57,7 +57,7 @@ from kate.diagnose.tasks import VerifiableTask
 from kate.diagnose.user_set import load_user_set
 from kate.diagnose.ladder_jobs import HF_TARGET, LadderJobs, hf_configured
 from kate.eval.config import check_target, plain
-from kate.eval.runner import UPSTREAM_ERROR, open_run, run_task
+from kate.eval.runner import REDONE, open_run, run_task
 from kate.io import atomic_write_json
 from kate.llm.base import supports
 from kate.llm.identity import model_identity
@@ -242,7 +242,7 @@ class Diagnosis(LadderJobs):
 
     def _acted(self) -> dict[str, dict[str, Any]]:
         """The breakdown's greedy runs, which plan's execution and the gate's ungated run read back."""
-        return {r["id"]: r for r in self.breakdown() if r.get("error_type") != UPSTREAM_ERROR}
+        return {r["id"]: r for r in self.breakdown() if r.get("error_type") not in REDONE}
 
     def _beliefs(self) -> dict[str, float] | None:
         g = self.c["gate"]

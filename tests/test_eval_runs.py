@@ -38,12 +38,12 @@ def answer(messages, tools, n):
 
 task = BFCLTask(load_entries("irrelevance", "test", 4) + load_entries("simple_python", "test", 4))
 run_arm("arm", task, Policy(FakeChatModel([answer], repeat_last=True), GreedySampler()), sys.argv[1], seeds=[0],
-        config={"test": True})
+        config={"test": True}, workers=int(sys.argv[3]))
 """
 
 
-def _run_arm(folder: Path, delay: float) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-c", ARM, str(folder), str(delay)], stdout=subprocess.DEVNULL,
+def _run_arm(folder: Path, delay: float, workers: int = 1) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-c", ARM, str(folder), str(delay), str(workers)], stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)  # fmt: skip
 
 
@@ -55,10 +55,11 @@ def _comparable(records: list[dict]) -> dict[str, dict]:
     return {r["id"]: {k: v for k, v in r.items() if k != "seconds"} for r in records}
 
 
-def test_a_killed_run_resumes_exactly(tmp_path):
+@pytest.mark.parametrize("workers", [1, 4])  # 4: several entries in flight when the kill comes
+def test_a_killed_run_resumes_exactly(tmp_path, workers):
     killed = tmp_path / "killed"
     records_path = killed / "seed_0" / "records.jsonl"
-    proc = _run_arm(killed, 0.5)
+    proc = _run_arm(killed, 0.5, workers)
     deadline = time.monotonic() + 300
     while _lines(records_path) < 3 and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -70,7 +71,7 @@ def test_a_killed_run_resumes_exactly(tmp_path):
     with records_path.open("a") as handle:  # a record cut short by the crash
         handle.write('{"id": "simple_python_99", "category": "simple_py')
 
-    assert _run_arm(killed, 0.0).wait() == 0
+    assert _run_arm(killed, 0.0, workers).wait() == 0
     _, resumed = load_run(killed / "seed_0")
     ids = [json.loads(line)["id"] for line in records_path.read_text().splitlines() if line.endswith("}")]
     assert len(ids) == len(set(ids)) == 8  # nothing lost, nothing twice, the torn line redone as nothing

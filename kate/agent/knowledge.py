@@ -39,9 +39,11 @@ class Retrieved:
     hits: tuple[dict[str, Any], ...] = ()
     intent: str | None = None
     query: str = ""
+    skipped: str | None = None  # why nothing was injected (text empty), when the knowledge says
 
     def to_dict(self) -> dict[str, Any]:
-        return {"query": self.query, "intent": self.intent, "hits": list(self.hits), "text": self.text}
+        out = {"query": self.query, "intent": self.intent, "hits": list(self.hits), "text": self.text}
+        return {**out, "skipped": self.skipped} if self.skipped else out
 
 
 @runtime_checkable
@@ -67,8 +69,8 @@ def inject(messages: Sequence[Message], knowledge: Knowledge | None,
     last = last_user_index(messages)
     user_text = str(messages[last].get("content") or "")
     retrieved = knowledge(context.query or user_text, messages[:last], context)
-    if retrieved is None or not retrieved.text:
-        return messages, None
+    if retrieved is None or not retrieved.text:  # nothing injected; a stated reason is passed on
+        return messages, retrieved if retrieved is not None and retrieved.skipped else None
     messages[last] = {**messages[last], "content": f"{user_text}\n\n{retrieved.text}"}
     return messages, retrieved
 

@@ -59,6 +59,16 @@ class KnowledgeConfig:
     multi_turn: Any = help_field("retrieval config for multi-turn dialogues (conf/retrieval/); null: no knowledge", None)
 
 
+# Entries the one runner keeps in flight. On the local engine their prefill and decode share
+# llama.cpp batches (kate.llm.llamacpp_batch); 4 was the fastest of 1, 2, 4, 8 for the 0.5B model on
+# 2 cores (bench/results/inflight.json, `bench/inflight.py`). Greedy outputs can differ from a run
+# with 1 in flight on near-ties (batching changes llama.cpp's summation order), so that file also
+# counts the outputs that differ and the entries fixed and broken against workers=1.
+IN_FLIGHT = 4
+IN_FLIGHT_HELP = ("entries in flight at once; a local engine decodes them together (1: one at a time, "
+                  "bench/results/inflight.json)")
+
+
 @dataclass
 class LoopFields:
     """The loop settings every arm of a job shares (``kate.agent.settings.LoopSettings``)."""
@@ -91,7 +101,7 @@ class EvalConfig(LoopFields):
     split: Split = help_field("test (KATE's odd half) | train (even half) | all", Split.test)
     limit: Optional[int] = help_field("entries per category (null: all of the split)", 50)
     seeds: List[int] = help_field("one result folder per seed", factory=lambda: [0])
-    workers: int = help_field("entries in parallel (useful with llm=openai; a local engine serializes)", 1)
+    workers: int = help_field(IN_FLIGHT_HELP, IN_FLIGHT)
     out_dir: str = help_field("result folder of the arm (seed_<s>/ inside)", "runs/${name}")
 
 
@@ -113,6 +123,7 @@ class MainConfig(LoopFields):
     arms: Dict[str, ArmConfig] = help_field("arm name -> sampler and knowledge; the first is the baseline", factory=dict)
     slice: SliceConfig = help_field("the fixed BFCL slice", factory=SliceConfig)
     seed: int = help_field("sampling seed of every arm", 0)
+    workers: int = help_field(IN_FLIGHT_HELP, IN_FLIGHT)
     out_dir: str = help_field("<out_dir>/<arm>/seed_<s>/, report.md, categories.png", "runs/main")
 
 

@@ -33,7 +33,8 @@ def run_main(cfg: DictConfig) -> dict[str, Any]:
     for name, arm in c["arms"].items():
         policy = build_policy(model, arm["sampling"], arm.get("knowledge"), settings)
         config = arm_config(c["llm"], arm["sampling"], arm.get("knowledge"), settings)
-        runs[name] = run_arm(name, task, policy, out_dir / name, seeds=[c["seed"]], config=config)[c["seed"]]
+        runs[name] = run_arm(name, task, policy, out_dir / name, seeds=[c["seed"]], config=config,
+                             workers=c["workers"])[c["seed"]]
     notes = [
         f"Model: {model.name}. BFCL {c['slice']['split']} half, {len(task.items())} entries; seed {c['seed']}; "
         f"max {settings.max_steps} steps per turn; repeat policy `{settings.repeat_policy}` for every arm.",

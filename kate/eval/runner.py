@@ -1,10 +1,12 @@
 """The one runner: a task's items through a policy, one record per item written as it finishes,
 resumable, with bounded parallelism and a progress bar (running share of items solved).
 
-A model server that stays unavailable through the client's retries (``UpstreamUnavailable``) makes
-an explicit failure record (``error_type: kate:upstream_error``), not a crash of the run; it says
-nothing of the policy, so a resume (the same command) drops those records and redoes their items,
-as it redoes items with no record. Every other record is kept, model errors included.
+A model server that stays unavailable through the client's retries (``UpstreamUnavailable``), or a
+local engine that fails on one request (``EngineError``: a decode with no room, a closed model),
+makes an explicit failure record of that item (``error_type: kate:upstream_error`` or
+``kate:engine_error``), not a crash of the run or of the items in flight beside it; it says nothing
+of the policy, so a resume (the same command) drops those records and redoes their items, as it
+redoes items with no record. Every other record is kept, model errors included.
 
     store = open_run(folder, arm="st_w8v", task=task, policy=policy, seed=0, config=arm_config)
     records = run_task(task, policy, store, seed=0, workers=4)
@@ -28,6 +30,7 @@ from kate.agent.policy import Policy
 from kate.eval.record import Record
 from kate.eval.run_store import RunStore, load_run
 from kate.io import atomic_write_text
+from kate.llm.base import EngineError
 from kate.llm.identity import model_runtime
 from kate.llm.openai import UpstreamUnavailable
 from kate.tasks.base import Item, Task
@@ -59,14 +62,17 @@ def open_run(folder: str | Path, *, arm: str, task: Task, policy: Policy, seed: 
 
 
 UPSTREAM_ERROR = "kate:upstream_error"  # the model server stayed unavailable: a failure a resume redoes
+ENGINE_ERROR = "kate:engine_error"  # the local engine failed on this item's request: a resume redoes it too
+REDONE = (UPSTREAM_ERROR, ENGINE_ERROR)
 
 
 def run_item(task: Task, item: Any, policy: Policy, seed: int) -> Record:
     start = time.perf_counter()
     try:
         trace = task.solve(item, policy, seed)
-    except UpstreamUnavailable as error:
-        score = {"valid": False, "error_type": UPSTREAM_ERROR, "error": str(error)}
+    except (UpstreamUnavailable, EngineError) as error:
+        kind = UPSTREAM_ERROR if isinstance(error, UpstreamUnavailable) else ENGINE_ERROR
+        score = {"valid": False, "error_type": kind, "error": str(error)}
         return Record(item.id, item.category, seed, score, {}, round(time.perf_counter() - start, 3))
     score = task.score(item, trace)
     return Record(item.id, item.category, seed, score, trace, round(time.perf_counter() - start, 3))
@@ -76,7 +82,7 @@ def _drop_upstream_failures(store: RunStore, wanted: set[str]) -> None:
     """Rewrite ``records.jsonl`` (atomically) without the upstream failures of ``wanted`` items, so
     they are redone like missing ones and no item ever has two records."""
     records = store.records()
-    kept = [r for r in records if not (r["id"] in wanted and r.get("error_type") == UPSTREAM_ERROR)]
+    kept = [r for r in records if not (r["id"] in wanted and r.get("error_type") in REDONE)]
     if len(kept) < len(records):
         atomic_write_text(store.records_path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in kept))
 
@@ -134,9 +140,10 @@ def run_task(task: Task, policy: Policy, store: RunStore, *, seed: int = 0, work
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
     bar.close()
-    failed = sum(r.get("error_type") == UPSTREAM_ERROR for r in records)
+    failed = sum(r.get("error_type") in REDONE for r in records)
     if failed:
-        tqdm.write(f"{store.records_path}: {failed} item(s) failed on the model server; the same command redoes them")
+        tqdm.write(f"{store.records_path}: {failed} item(s) failed on the model server or engine; the same command "
+                   "redoes them")
     order = {item.id: i for i, item in enumerate(items)}
     return sorted(records, key=lambda r: order[r["id"]])
 
@@ -146,7 +153,7 @@ def rescore(task: Task, records: list[dict[str, Any]]) -> tuple[list[dict[str, A
     items = {item.id: item for item in task.items()}
     out, changed = [], 0
     for record in records:
-        if record.get("error_type") == UPSTREAM_ERROR:  # no trace to score
+        if record.get("error_type") in REDONE:  # no trace to score
             out.append(record)
             continue
         score = task.score(items[record["id"]], record)

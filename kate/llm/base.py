@@ -61,6 +61,11 @@ class Completion:
         return message
 
 
+class EngineError(RuntimeError):
+    """The local engine failed on one request (a decode that found no room, a closed model): that
+    request's failure; a run records it for its item and redoes the item on resume."""
+
+
 @runtime_checkable
 class ChatModel(Protocol):
     """A chat model client. ``n`` completions of one prompt per call."""

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from kate.llm.base import (
-    Completion, Message, TokenLogprob, ToolSchema, Usage, check_sampling_args, completion_from_text,
+    Completion, EngineError, Message, TokenLogprob, ToolSchema, Usage, check_sampling_args, completion_from_text,
 )  # fmt: skip
 from kate.llm.chat_template import render_chat
 from kate.llm.llamacpp_batch import BatchScheduler, Entry, Request, SamplingParams, Sequence
@@ -240,7 +240,10 @@ class LlamaCppChatModel:
             prompt=prompt, n=n, round_size=max(1, min(n, self.max_parallel, room)), params=params,
             rng=np.random.default_rng(seed),
         )  # fmt: skip
-        self.scheduler.run(request)
+        try:
+            self.scheduler.run(request)
+        except RuntimeError as error:  # llama_decode's return code, a closed model: this request's failure
+            raise EngineError(f"{self.name}: {error}") from error
         return [self._completion(s, len(prompt), logprobs, prefill or "") for s in request.sequences]
 
     def _completion(self, s: Sequence, prompt_tokens: int, logprobs: bool, prefill: str) -> Completion:

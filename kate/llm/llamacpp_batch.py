@@ -34,6 +34,7 @@ request is done, then hands over to a caller still waiting.
 from __future__ import annotations
 
 import threading
+import time
 from collections import deque
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -137,6 +138,9 @@ class SchedulerStats:
     prefill_tokens: int = 0  # prompt tokens decoded (the rest came from the prefix cache)
     max_requests_per_step: int = 0  # most distinct requests in one decode batch
     max_seqs_per_step: int = 0  # most sequences in one decode batch
+    prefill_seconds: float = 0.0  # wall time in prompt batches
+    step_tokens: int = 0  # tokens decoded in decode steps (one per running sequence per step)
+    step_seconds: float = 0.0  # wall time in decode steps (sampling included)
 
 
 class BatchScheduler:
@@ -293,6 +297,7 @@ class BatchScheduler:
             engine.seq_cp(lead, s, 0, common)
         seqs = (lead, *members)
         bounds = self._chunks(len(prompt) - common)
+        started = time.perf_counter()
         try:
             for start, end in bounds:
                 entries = [(prompt[p], p, seqs, p == len(prompt) - 1) for p in range(common + start, common + end)]
@@ -314,6 +319,7 @@ class BatchScheduler:
         self._active.append(request)
         self.stats.prefills += 1
         self.stats.prefill_tokens += len(prompt) - common
+        self.stats.prefill_seconds += time.perf_counter() - started
 
     def _chunks(self, count: int) -> list[tuple[int, int]]:
         """Batches of at most n_batch prompt tokens; none shorter than min_prefill_tokens if it can help."""
@@ -328,6 +334,7 @@ class BatchScheduler:
         """Sample one token for every running sequence, then decode them all in one batch."""
         entries: list[Entry] = []
         owners: list[tuple[Request, Sequence]] = []
+        started = time.perf_counter()
         for request in list(self._active):
             try:
                 mine = self._advance(request)
@@ -348,6 +355,8 @@ class BatchScheduler:
             for i, (request, s) in enumerate(owners):
                 request.logits[s.seq_id] = self.engine.logits_at(i)
             self.stats.steps += 1
+            self.stats.step_tokens += len(entries)
+            self.stats.step_seconds += time.perf_counter() - started
             self.stats.max_seqs_per_step = max(self.stats.max_seqs_per_step, len(entries))
             self.stats.max_requests_per_step = max(self.stats.max_requests_per_step, len({id(r) for r, _ in owners}))
         for request in list(self._active):

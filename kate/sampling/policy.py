@@ -121,6 +121,28 @@ class WidthSampler:
 
 
 @dataclass(frozen=True)
+class SamplesSampler:
+    """``n`` samples of one request, not voted: the step is the first sample and ``completions``
+    holds all ``n`` (what an OpenAI-compatible server returns for ``n`` choices)."""
+
+    n: int = 1
+    temperature: float = 0.0
+    max_tokens: int = 256
+    logprobs: bool = False
+
+    def act(self, model: ChatModel, messages: list[Message], tools: list[ToolSchema] | None, *,
+            seed: int | None = None, one_call: bool = False) -> Step:
+        completions = _require(
+            model.chat(messages, tools, n=self.n, temperature=self.temperature, max_tokens=self.max_tokens,
+                       seed=seed, logprobs=self.logprobs),
+            model,
+            one_call,
+        )
+        first = completions[0]
+        return Step(first.tool_calls, first.text, completions, None, request_usage(completions), first.parse_error)
+
+
+@dataclass(frozen=True)
 class DepthSampler:
     """The depth prompt appended for the request only; then ``inner`` (greedy by default) acts."""
 

@@ -87,9 +87,11 @@ class Vote:
     critic_fallback: bool = False
     critic_reply: str | None = None
     usage: Usage = Usage()
+    adaptive: dict[str, Any] | None = None  # an adaptive vote's draws: samples drawn, why it stopped
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            **({} if self.adaptive is None else {"adaptive": self.adaptive}),
             "method": self.method,
             "chosen": self.chosen.to_dict(),
             "candidates": [c.to_dict() for c in self.candidates],

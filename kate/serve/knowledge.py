@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -27,6 +28,9 @@ from kate.retrieval.knowledge import VOLATILE_MANIFEST_KEYS, retrieval_knowledge
 from kate.retrieval.retriever import Retriever
 from kate.serve.errors import bad_request
 from kate.serve.request import KateOptions
+
+
+logger = logging.getLogger("kate.serve")
 
 
 def turn_key(*parts: Any) -> str:
@@ -124,12 +128,23 @@ class TurnKnowledge:
         def compute() -> Retrieved | None:
             base = self.served.retriever(self.name)
             if base is None:
-                return None
+                return self.skip(user_text, f"knowledge base {self.name!r} does not exist yet")
+            offered, least = len(context.tools or ()), base.config.min_task_tools
+            if least and offered < least:
+                return self.skip(user_text, f"the request offers {offered} tool(s); this server retrieves for "
+                                            f"requests with at least {least} (retrieval.min_task_tools)")  # fmt: skip
             config = replace(base.config, top_k=self.top_k, threshold=self.threshold)
             knowledge = retrieval_knowledge(Retriever(base.kb, base.embedder, config), intent_model=self.served.intent_model)
-            return knowledge(user_text, history, context)
+            found = knowledge(user_text, history, context)
+            return found or self.skip(user_text, f"no entry of {self.name!r} passed the filters at similarity >= "
+                                                 f"{self.threshold}")  # fmt: skip
 
         return self.served.cached(key, compute)
+
+    def skip(self, user_text: str, reason: str) -> Retrieved:
+        """No knowledge for this turn, and why (the response's ``kate.knowledge.skipped`` and the log)."""
+        logger.info("knowledge skipped: %s", reason)
+        return Retrieved("", (), None, user_text, skipped=reason)
 
     def describe(self) -> dict[str, Any]:
         return {"kb": self.name, "top_k": self.top_k, "threshold": self.threshold}

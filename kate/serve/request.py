@@ -14,6 +14,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kate.sampling.vote import AGGREGATORS
+
+ADAPTIVE_VOTE = "adaptive"  # the act-first adaptive vote (kate.sampling.adaptive), up to the width's samples
+VOTES = (*AGGREGATORS, ADAPTIVE_VOTE)
 from kate.serve.errors import APIError, bad_request
 
 ROLES = ("system", "developer", "user", "assistant", "tool")
@@ -210,8 +213,8 @@ def _kate_options(body: dict, limits: Limits) -> KateOptions:
     if kb is not None and not isinstance(kb, str):
         raise bad_request("kate.kb must be a knowledge base name", "kate.kb")
     vote = raw.get("vote")
-    if vote is not None and vote not in AGGREGATORS:
-        raise bad_request(f"kate.vote must be one of {sorted(AGGREGATORS)}, got {vote!r}", "kate.vote")
+    if vote is not None and vote not in VOTES:
+        raise bad_request(f"kate.vote must be one of {sorted(VOTES)}, got {vote!r}", "kate.vote")
     try:
         return KateOptions(
             knowledge=knowledge, kb=kb, vote=vote,

@@ -26,11 +26,12 @@ from typing import Any
 
 from kate.agent.knowledge import KnowledgeContext
 from kate.agent.policy import Policy
-from kate.llm.base import ChatModel, Completion
-from kate.sampling.policy import GreedySampler, Sampler, WidthSampler, first_call_only
+from kate.llm.base import ChatModel
+from kate.sampling.adaptive import AdaptiveWidthSampler
+from kate.sampling.policy import GreedySampler, Sampler, SamplesSampler, WidthSampler
 from kate.serve.errors import APIError, bad_request
 from kate.serve.knowledge import ServedKnowledge
-from kate.serve.request import ChatRequest
+from kate.serve.request import ADAPTIVE_VOTE, ChatRequest
 from kate.serve.request_model import RequestModel
 from kate.serve.response import choice_dict, completion_dict
 from kate.toolcall.format import HERMES_OPENING
@@ -62,6 +63,8 @@ class ChatService:
             return GreedySampler(max_tokens)
         if width == 1:
             temperature = request.temperature
+        if vote == ADAPTIVE_VOTE:
+            return AdaptiveWidthSampler(n=width, first=min(2, width), temperature=temperature, max_tokens=max_tokens)
         return WidthSampler(n=width, temperature=temperature, aggregate=vote, max_tokens=max_tokens)
 
     def complete(self, request: ChatRequest) -> dict[str, Any]:
@@ -103,19 +106,17 @@ class ChatService:
 
     def _samples(self, request: ChatRequest, policy: Policy, tools, context, seed: int, one_call: bool) -> dict[str, Any]:
         """Width 1, ``n`` choices: one engine call of ``n`` samples (what an OpenAI server returns)."""
-        prompt, retrieved = policy.prepare(request.messages, context)
         sampler = policy.sampler
-        temperature = getattr(sampler, "temperature", 0.0)
-        completions: list[Completion] = policy.model.chat(
-            prompt, tools, n=request.n, temperature=temperature, max_tokens=sampler.max_tokens, seed=seed,
-            logprobs=request.logprobs,
-        )  # fmt: skip
-        completions = [first_call_only(c) if one_call else c for c in completions]
+        samples = SamplesSampler(n=request.n, temperature=getattr(sampler, "temperature", 0.0),
+                                 max_tokens=sampler.max_tokens, logprobs=request.logprobs)  # fmt: skip
+        done = Policy(policy.model, samples, policy.knowledge).step(request.messages, tools, seed=seed, context=context,
+                                                                   one_call=one_call)  # fmt: skip
+        completions = done.step.completions
         choices = [choice_dict(i, c, self._calls(request, c.tool_calls), c.text, request.logprobs)
                    for i, c in enumerate(completions)]  # fmt: skip
-        prompt_tokens = max((c.usage.prompt_tokens for c in completions), default=0)
-        usage = _usage(prompt_tokens, sum(c.usage.completion_tokens for c in completions))
-        return completion_dict(request.model, choices, usage, self._report(1, None, [None] * len(choices), retrieved))
+        usage = _usage(done.step.usage.prompt_tokens, done.step.usage.completion_tokens)
+        return completion_dict(request.model, choices, usage,
+                               self._report(1, None, [None] * len(choices), done.retrieved))
 
     @staticmethod
     def _calls(request: ChatRequest, calls: tuple) -> tuple:
@@ -136,7 +137,7 @@ class ChatService:
         if retrieved is not None:
             knowledge = {"query": retrieved.query, "intent": retrieved.intent,
                          "hits": [{k: h.get(k) for k in ("id", "type", "score")} for h in retrieved.hits],
-                         "text": retrieved.text}  # fmt: skip
+                         "text": retrieved.text, **({"skipped": retrieved.skipped} if retrieved.skipped else {})}  # fmt: skip
         return {"width": width, "vote": vote, "votes": votes, "knowledge": knowledge}
 
 

@@ -142,7 +142,7 @@ def wrap(client: Any, *, width: int = 8, vote: str = "valid_majority", temperatu
     """``client`` (``openai.OpenAI`` or ``AsyncOpenAI``) with kate between the loop and the model.
 
     ``width``: samples voted over per step (1: no vote); ``vote``: valid_majority | majority |
-    critic; ``temperature`` / ``max_tokens``: for requests that give none; ``knowledge``: retrieval
+    critic | adaptive (the act-first adaptive vote: up to ``width`` samples, fewer when they agree); ``temperature`` / ``max_tokens``: for requests that give none; ``knowledge``: retrieval
     settings (``RetrievalConfig`` or its fields, e.g. ``{"kb": "bfcl_train"}``) or None;
     ``max_concurrency``: parallel single requests when the server ignores or rejects ``n``.
     """

@@ -1,0 +1,188 @@
+"""BFCL-V3 at full n: KATE's whole test half (odd indices) of every single-turn category and
+multi_turn_base's 100 test dialogues, per arm, on the default 0.5B model, with several entries in
+flight on the one local engine (``workers``). Each arm is ``kate eval`` composed with the overrides
+below into ``bench/runs/full/<arm>/seed_<s>/``; a stopped run continues with the same command and
+keeps every finished record. The report is ``kate report`` over the folders, plus a progress table
+(how far each arm got, its wall time, samples drawn per step) and other models' published figures
+(``bench/results/full/published.json``, marked as such), in ``bench/results/full/``.
+
+    .venv/bin/python bench/full.py                      # the whole schedule, in order (resumes)
+    .venv/bin/python bench/full.py --only direct:single # one part of it
+    .venv/bin/python bench/full.py --report-only
+
+Schedule (``SCHEDULE``, in order): direct single-turn, direct multi-turn, then the KATE arms
+(fixed width 8, the adaptive vote; three seeds each on single-turn), then the adapters.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+from hydra import compose, initialize_config_dir
+
+from kate.bfcl.data import SINGLE_TURN, load_entries
+from kate.cli import CONF_DIR
+from kate.eval.config import plain
+from kate.eval.report_cmd import run_report
+from kate.eval.run_eval import run_eval
+from kate.eval.run_store import load_run
+from kate.io import atomic_write_json, atomic_write_text
+
+ROOT = Path(__file__).resolve().parents[1]
+RUNS, RESULTS = ROOT / "bench" / "runs" / "full", ROOT / "bench" / "results" / "full"
+WORKERS = 4  # entries in flight (bench/results/inflight.json)
+BASE = ["llm.max_parallel=8", "split=test", "limit=null"]  # max_parallel as every committed arm ran with
+ADAPTERS = {"grpo_answers": "bench/runs/train/grpo_answers/final/adapter.gguf",
+            "sft_answers": "bench/runs/train/sft_answers/final/adapter.gguf"}  # fmt: skip
+PARTS = {"single": list(SINGLE_TURN), "multi": ["multi_turn_base"]}
+# (arm name in bench/runs/full, conf/arm name, part, seeds, extra overrides)
+SCHEDULE: list[tuple[str, str, str, list[int], list[str]]] = [
+    ("direct", "direct", "single", [0], []),
+    ("direct", "direct", "multi", [0], []),
+    ("st_w8v", "st_w8v", "single", [0, 1, 2], []),
+    ("st_w8a", "st_w8a", "single", [0, 1, 2], []),
+    ("st_w8a", "st_w8a", "multi", [0], []),
+    ("grpo_answers", "direct", "single", [0], [f"llm.lora={ADAPTERS['grpo_answers']}"]),
+    ("sft_answers", "direct", "single", [0], [f"llm.lora={ADAPTERS['sft_answers']}"]),
+    ("grpo_answers_st_w8v", "st_w8v", "single", [0], [f"llm.lora={ADAPTERS['grpo_answers']}"]),
+]
+
+
+def overrides(name: str, arm: str, part: str, seeds: list[int], extra: list[str]) -> list[str]:
+    categories = ",".join(PARTS[part])
+    return [f"arm={arm}", *BASE, f"categories=[{categories}]", f"seeds=[{','.join(map(str, seeds))}]",
+            f"workers={WORKERS}", f"name={name}", f"out_dir={RUNS / name}", *extra]  # fmt: skip
+
+
+def run_part(name: str, arm: str, part: str, seeds: list[int], extra: list[str]) -> None:
+    with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
+        cfg = compose("eval", overrides=overrides(name, arm, part, seeds, extra))
+    start = time.perf_counter()
+    run_eval(cfg)
+    log_time(name, part, seeds, time.perf_counter() - start)
+
+
+def log_time(name: str, part: str, seeds: list[int], seconds: float) -> None:
+    """Wall time of each invocation (a resumed part adds a line; the report sums them)."""
+    path = RESULTS / "wall_times.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as f:
+        f.write(json.dumps({"arm": name, "part": part, "seeds": seeds, "seconds": round(seconds, 1),
+                            "workers": WORKERS}) + "\n")  # fmt: skip
+
+
+def planned(part: str) -> set[str]:
+    return {e.id for c in PARTS[part] for e in load_entries(c, "test", None)}
+
+
+def samples_drawn(records: list[dict]) -> float | None:
+    """Mean samples per step: the vote's ``adaptive.drawn`` or ``n``; 1 for greedy steps."""
+    counts = []
+    for r in records:
+        steps = [s for t in r.get("turns", []) for s in t.get("steps", [])] if "turns" in r else [r]
+        for s in steps:
+            vote = s.get("vote") or {}
+            counts.append((vote.get("adaptive") or {}).get("drawn") or vote.get("n") or 1)
+    return round(sum(counts) / len(counts), 2) if counts else None
+
+
+def progress() -> list[dict]:
+    rows, times = [], _times()
+    for name, arm, part, seeds, extra in SCHEDULE:
+        want = planned(part)
+        for seed in seeds:
+            folder = RUNS / name / f"seed_{seed}"
+            records = [r for r in load_run(folder)[1] if r["id"] in want] if (folder / "meta.json").exists() else []
+            rows.append({"arm": name, "part": part, "seed": seed, "done": len(records), "planned": len(want),
+                         "samples_per_step": samples_drawn(records), "wall_s": times.get((name, part)),
+                         "command": f".venv/bin/python bench/full.py --only {name}:{part}"})  # fmt: skip
+    return rows
+
+
+def _times() -> dict[tuple[str, str], float]:
+    path, out = RESULTS / "wall_times.jsonl", {}
+    for line in path.read_text().splitlines() if path.exists() else []:
+        row = json.loads(line)
+        out[(row["arm"], row["part"])] = round(out.get((row["arm"], row["part"]), 0.0) + row["seconds"], 1)
+    return out
+
+
+SEQUENTIAL = ROOT / "bench" / "runs" / "direct" / "seed_0"  # the committed direct arm, one entry at a time
+
+
+def step_texts(record: dict) -> list:
+    if "outputs" in record:
+        return list(record["outputs"] or [])
+    return [s.get("text") for t in record.get("turns", []) for s in t.get("steps", [])]
+
+
+def against_sequential() -> dict | None:
+    """The full run's direct records (entries in flight) against the committed sequential direct
+    records of the same entries and config: outputs that differ, entries fixed and broken."""
+    folder = RUNS / "direct" / "seed_0"
+    if not (folder / "meta.json").exists() or not (SEQUENTIAL / "meta.json").exists():
+        return None
+    meta, records = load_run(folder)
+    old_meta, old = load_run(SEQUENTIAL)
+    by_id = {r["id"]: r for r in old}
+    pairs = [(by_id[r["id"]], r) for r in records if r["id"] in by_id]
+    return {
+        "same_fingerprint": meta.get("fingerprint") == old_meta.get("fingerprint"),
+        "entries": len(pairs),
+        "outputs_differ": sum(step_texts(a) != step_texts(b) for a, b in pairs),
+        "right_sequential": sum(bool(a["valid"]) for a, _ in pairs),
+        "right_in_flight": sum(bool(b["valid"]) for _, b in pairs),
+        "fixed": sorted(b["id"] for a, b in pairs if b["valid"] and not a["valid"]),
+        "broken": sorted(b["id"] for a, b in pairs if a["valid"] and not b["valid"]),
+        "runtime_sequential": old_meta.get("runtime"), "runtime_in_flight": meta.get("runtime"),
+        "note": "the sequential records were made in an earlier session, possibly on another build of llama.cpp; "
+                "bench/results/inflight.json compares the two on one machine and one build",
+    }  # fmt: skip
+
+
+def write_report() -> None:
+    rows = progress()
+    versus = against_sequential()
+    if versus is not None:
+        atomic_write_json(RESULTS / "in_flight_vs_sequential.json", versus)
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    atomic_write_json(RESULTS / "progress.json", rows)
+    arms = [n for n in dict.fromkeys(name for name, *_ in SCHEDULE) if (RUNS / n).exists()]
+    if arms:
+        runs = "{" + ", ".join(f"{n}: {RUNS / n}" for n in arms) + "}"
+        with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
+            cfg = compose("report", overrides=[f"runs={runs}", "title=BFCL-V3 test half at full n (0.5B)",
+                                               f"out_dir={RESULTS}"])  # fmt: skip
+        run_report(cfg)
+    lines = ["# Progress of the full-n benchmark", "",
+             "| arm | part | seed | done / planned | samples per step | wall (s, all invocations) | continue with |",
+             "|---|---|---|---|---|---|---|"]  # fmt: skip
+    for r in rows:
+        lines.append(f"| {r['arm']} | {r['part']} | {r['seed']} | {r['done']} / {r['planned']} | "
+                     f"{r['samples_per_step'] or '-'} | {r['wall_s'] or '-'} | `{r['command']}` |")  # fmt: skip
+    lines += ["", f"Entries in flight: workers={WORKERS} on the local engine (bench/results/inflight.json). "
+              "Wall times are what `bench/full.py` measured per invocation (other work may have shared the cores; "
+              "see the commit log)."]  # fmt: skip
+    atomic_write_text(RESULTS / "progress.md", "\n".join(lines) + "\n")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--only", default="", help="comma-separated arm:part pairs of SCHEDULE (default: all)")
+    parser.add_argument("--report-only", action="store_true")
+    args = parser.parse_args()
+    wanted = {tuple(x.split(":")) for x in args.only.split(",") if x}
+    if not args.report_only:
+        for name, arm, part, seeds, extra in SCHEDULE:
+            if wanted and (name, part) not in wanted:
+                continue
+            run_part(name, arm, part, seeds, extra)
+            write_report()
+    write_report()
+
+
+if __name__ == "__main__":
+    main()
