@@ -96,32 +96,46 @@ class AdaptiveWidthSampler:
         if self.first > self.n:
             raise ValueError(f"first ({self.first}) must not exceed n ({self.n})")
 
-    def _draw(self, model: ChatModel, messages: list[Message], tools: list[ToolSchema] | None, k: int,
-              temperature: float, seed: int | None, draw: int, one_call: bool) -> tuple[Completion, ...]:  # fmt: skip
-        draw_seed = None if seed is None else seed * 1009 + draw
-        logprobs = self.logprobs or self.gate_logprob is not None
-        return _require(model.chat(messages, tools, n=k, temperature=temperature, max_tokens=self.max_tokens,
-                                   seed=draw_seed, logprobs=logprobs), model, one_call)  # fmt: skip
-
-    def _vote(self, model: ChatModel, messages: list[Message], tools: list[ToolSchema] | None,
-              pool: list[Completion], seed: int | None) -> tuple[Vote, int, int]:  # fmt: skip
-        vote = AGGREGATORS[self.aggregate](model, messages, tools, pool, seed=seed)
-        if not self.act_first:
-            calls = _choosable_calls(vote.candidates)
-            answer = next((c for c in vote.candidates if c.kind == "no_call"), None)
-            return vote, sum(c.votes for c in calls), answer.votes if answer else 0
-        return act_first(vote)
-
     def act(self, model: ChatModel, messages: list[Message], tools: list[ToolSchema] | None, *,
             seed: int | None = None, one_call: bool = False) -> Step:
+        logprobs = self.logprobs or self.gate_logprob is not None
+
+        def draw(k: int, temperature: float, index: int) -> tuple[Completion, ...]:
+            draw_seed = None if seed is None else seed * 1009 + index  # every draw its own samples
+            return _require(model.chat(messages, tools, n=k, temperature=temperature, max_tokens=self.max_tokens,
+                                       seed=draw_seed, logprobs=logprobs), model, one_call)  # fmt: skip
+
+        def vote(pool: list[Completion]) -> Vote:
+            return AGGREGATORS[self.aggregate](model, messages, tools, pool, seed=seed)
+
+        return self.decide(draw, vote)
+
+    def replay(self, samples: list[Completion], tools: list[ToolSchema] | None) -> Step:
+        """What ``act`` would choose had the model written ``samples``, in order (stored width-N
+        samples: kate.eval.revote). The greedy gate needs the model, so it cannot be replayed."""
+        if self.gate_logprob is not None:
+            raise ValueError("the greedy gate cannot be replayed from stored samples")
+        if len(samples) < self.n:
+            raise ValueError(f"{len(samples)} stored samples, the rule may draw {self.n}")
+        taken = 0
+
+        def draw(k: int, temperature: float, index: int) -> tuple[Completion, ...]:
+            nonlocal taken
+            taken += k
+            return tuple(samples[taken - k : taken])
+
+        return self.decide(draw, lambda pool: AGGREGATORS[self.aggregate](None, [], tools, pool))
+
+    def decide(self, draw, vote_of) -> Step:
+        """The draws and votes: ``draw(k, temperature, index)`` gives k samples, ``vote_of(pool)`` a Vote."""
         pool: list[Completion] = []
         draws: list[int] = []
         gate: dict[str, Any] | None = None
         if self.gate_logprob is not None:
-            greedy = self._draw(model, messages, tools, 1, 0.0, seed, 0, one_call)
+            greedy = draw(1, 0.0, 0)
             pool += greedy
             draws.append(1)
-            vote, acts, answers = self._vote(model, messages, tools, pool, seed)
+            vote, acts, answers = self._act_first(vote_of(pool))
             confidence = _mean_logprob(greedy[0])
             gate = {"mean_logprob": confidence}
             fits = vote.chosen.kind == "call" and vote.chosen.valid is not False
@@ -130,10 +144,9 @@ class AdaptiveWidthSampler:
                 return self._step(vote, pool, draws, "confident", acts, answers, gate)
         k, temperature, stop = min(self.first, self.n - len(pool)), self.first_temperature, "max"
         while k > 0:
-            t = self.temperature if temperature is None else temperature
-            pool += self._draw(model, messages, tools, k, t, seed, len(draws) + 1, one_call)
+            pool += draw(k, self.temperature if temperature is None else temperature, len(draws) + 1)
             draws.append(k)
-            vote, acts, answers = self._vote(model, messages, tools, pool, seed)
+            vote, acts, answers = self._act_first(vote_of(pool))
             remaining = self.n - len(pool)
             agreed = len({c.key for c in vote.candidates if not c.malformed}) == 1 and vote.chosen.valid is not False
             if agreed and not vote.failed and remaining > 0:
@@ -144,6 +157,13 @@ class AdaptiveWidthSampler:
                 break
             k, temperature = min(self.step, remaining), None
         return self._step(vote, pool, draws, stop, acts, answers, gate)
+
+    def _act_first(self, vote: Vote) -> tuple[Vote, int, int]:
+        if self.act_first:
+            return act_first(vote)
+        calls = _choosable_calls(vote.candidates)
+        answer = next((c for c in vote.candidates if c.kind == "no_call"), None)
+        return vote, sum(c.votes for c in calls), answer.votes if answer else 0
 
     def _step(self, vote: Vote, pool: list[Completion], draws: list[int], stop: str, acts: int, answers: int,
               gate: dict[str, Any] | None) -> Step:  # fmt: skip

@@ -1,0 +1,83 @@
+"""Accuracy against samples drawn for adaptive-vote rules, replayed on stored width-8 samples.
+
+A committed width-8 single-turn record keeps its 8 samples; ``AdaptiveWidthSampler.replay`` takes
+them in order, as the live sampler would have drawn them (first ``first``, then ``step`` at a time),
+and stops where it would have stopped; the chosen calls are scored by BFCL's official checker. The
+fixed width-8 schema-valid vote over the same 8 samples is the baseline (paired, entry by entry).
+The greedy confidence gate and a first draw at a lower temperature need new samples, so they are
+not replayed here. These records are TEST-half records: this is a report of what the rules do, not
+where their settings were chosen.
+
+    .venv/bin/python bench/adaptive_replay.py      # -> bench/results/adaptive_replay.json
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from pathlib import Path
+
+from kate.bfcl.checkers import score_single_turn
+from kate.bfcl.data import load_entries
+from kate.eval.revote import revote_record, stored_samples
+from kate.eval.run_store import load_run
+from kate.io import atomic_write_json
+from kate.sampling.adaptive import AdaptiveWidthSampler
+
+ROOT = Path(__file__).resolve().parents[1]
+RUNS = ROOT / "bench" / "runs"
+SOURCES = {
+    "0.5B st_w8v": RUNS / "st_w8v" / "seed_0",
+    "0.5B st_calls_w8v": RUNS / "st_calls_w8v" / "seed_0",
+    "1.5B st_calls_w8v": RUNS / "models" / "qwen2.5-coder-1.5b-instruct-q4_k_m" / "st_calls_w8v" / "seed_0",
+}
+RULES = {f"first{k}_step2{'_act_first' if act else ''}": dict(first=k, step=2, act_first=act)
+         for k in (2, 3, 4) for act in (False, True)}  # fmt: skip
+
+
+def entries_by_id(records: list[dict]) -> dict:
+    categories = {r["category"] for r in records}
+    return {e.id: e for c in categories for e in load_entries(c, "test", None)}
+
+
+def paired(base: list[dict], other: list[dict]) -> dict:
+    """Entries fixed and broken against the fixed vote, and the difference in points with its 95% interval."""
+    diffs = [int(bool(b["valid"])) - int(bool(a["valid"])) for a, b in zip(base, other)]
+    mean = statistics.fmean(diffs)
+    half = 1.96 * statistics.stdev(diffs) / math.sqrt(len(diffs)) if len(diffs) > 1 else 0.0
+    low, high = mean - half, mean + half
+    return {"fixed": diffs.count(1), "broken": diffs.count(-1),
+            "points": round(100 * mean, 1), "ci95": [round(100 * low, 1), round(100 * high, 1)]}  # fmt: skip
+
+
+def replay_source(folder: Path) -> dict:
+    records = [r for r in load_run(folder)[1] if "outputs" in r and len(r.get("outputs") or []) == 8
+               and (r.get("vote") or {}).get("candidates")]  # fmt: skip
+    entries = entries_by_id(records)
+    fixed = [revote_record(entries[r["id"]], r, "valid_majority") for r in records]
+    out = {"records": len(records), "fixed_w8": {"right": sum(bool(r["valid"]) for r in fixed), "samples": 8.0}}
+    for name, settings in RULES.items():
+        sampler = AdaptiveWidthSampler(n=8, **settings)
+        scored, drawn = [], []
+        for record in records:
+            entry = entries[record["id"]]
+            step = sampler.replay(stored_samples(record), entry.tools)
+            parse_error = record.get("parse_error") if step.vote.failed else None
+            scored.append({"id": record["id"], **score_single_turn(entry, list(step.calls), parse_error)})
+            drawn.append(step.vote.adaptive["drawn"])
+        out[name] = {"right": sum(bool(r["valid"]) for r in scored), "samples": round(sum(drawn) / len(drawn), 2),
+                     "against_fixed_w8": paired(fixed, scored)}
+    return out
+
+
+def main() -> None:
+    results = {"note": __doc__.split("\n\n")[1].replace("\n", " "),
+               "sources": {name: str(folder.relative_to(ROOT)) for name, folder in SOURCES.items()},
+               "results": {name: replay_source(folder) for name, folder in SOURCES.items() if folder.exists()}}  # fmt: skip
+    path = ROOT / "bench" / "results" / "adaptive_replay.json"
+    atomic_write_json(path, results)
+    print(f"wrote {path.relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    main()
