@@ -116,3 +116,23 @@ def test_the_wrapper_raises_the_sdks_errors_for_bad_requests():
     client = wrap(openai.OpenAI(base_url="http://127.0.0.1:9/v1", api_key="-"))
     with pytest.raises(openai.BadRequestError, match="tools"):
         client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}], tools=[])
+
+
+def test_skipped_knowledge_says_why_in_the_response():
+    """Too few tools offered (retrieval.min_task_tools), or no entry above the threshold: nothing is
+    injected, and the response's kate.knowledge says why instead of being null."""
+    from dataclasses import replace
+
+    fake = FakeChatModel([CALL], repeat_last=True)
+    odd = "What is the area of a triangle drawn by my grandmother in 1961 on a napkin?"
+    for retrieval, reason, question in ((replace(RETRIEVAL, min_task_tools=2), "min_task_tools", QUESTION),
+                                        (replace(RETRIEVAL, threshold=0.99), "similarity >= 0.99", odd)):  # fmt: skip
+        knowledge = ServedKnowledge(retrieval)
+        service = ChatService(lambda name: fake, knowledge, ServeSettings(width=1))
+        with ThreadedServer(create_app(service, ServerSettings(model_names=("fake",)))) as server:
+            client = openai.OpenAI(base_url=server.base_url, api_key="-", max_retries=0)
+            response = client.chat.completions.create(model="fake", messages=[{"role": "user", "content": question}],
+                                                      tools=[AREA])  # fmt: skip
+        said = response.model_extra["kate"]["knowledge"]
+        assert said["hits"] == [] and said["text"] == "" and reason in said["skipped"]
+        assert _user_message(fake.requests[-1]) == question  # nothing injected
