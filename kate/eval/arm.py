@@ -5,6 +5,7 @@ over a task for one or more seeds, one result folder per seed. ``kate eval``, ``
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -19,8 +20,7 @@ from kate.llm.base import ChatModel
 from kate.retrieval.knowledge import make_knowledge
 from kate.tasks.base import Task
 
-LOOP_KEYS = ("max_steps", "repeat_policy", "repeat_match", "answer_prefill", "answer_at_max_steps", "echo_policy",
-             "call_prefill", "system_prompt", "one_call")
+LOOP_KEYS = tuple(f.name for f in fields(LoopSettings))
 
 
 def loop_settings(cfg: Mapping[str, Any]) -> LoopSettings:

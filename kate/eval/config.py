@@ -11,13 +11,16 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import inspect
+import types
+import typing
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Dict, List, Optional
 
 from omegaconf import MISSING, DictConfig, OmegaConf
 
-from kate.agent.settings import ANSWER_PREFILL, CALL_PREFILL
+from kate.agent.settings import LoopSettings
 
 HYDRA_KEYS = {"_target_", "_convert_", "_recursive_", "_partial_", "_args_"}
 
@@ -69,26 +72,36 @@ IN_FLIGHT_HELP = ("entries in flight at once; a local engine decodes them togeth
                   "bench/results/inflight.json)")
 
 
-@dataclass
-class LoopFields:
-    """The loop settings every arm of a job shares (``kate.agent.settings.LoopSettings``)."""
+ENUM_FIELDS = {"repeat_policy": RepeatPolicy, "repeat_match": RepeatMatch, "echo_policy": EchoPolicy}
 
-    max_steps: int = help_field("model steps per user turn (BFCL's own limit is 20)", 20)
-    repeat_policy: RepeatPolicy = help_field(
-        "a repeated call: end_turn | warn | answer (ask for the answer, prefilled) | off, the same for every arm",
-        RepeatPolicy.warn)
-    repeat_match: RepeatMatch = help_field("a repeat is: exact (the same calls) | fed (also a result fed back "
-                                           "into the same function)", RepeatMatch.exact)
-    answer_prefill: str = help_field("the start of an answer the loop asks for (kate/agent/turn_end.py)",
-                                     ANSWER_PREFILL)
-    answer_at_max_steps: bool = help_field("at the step cap, ask once for the answer instead of ending", False)
-    echo_policy: EchoPolicy = help_field(
-        "an empty reply, or one that repeats a result or an earlier answer: keep (the answer) | answer (not kept; ask "
-        "for the answer, prefilled) | act (not kept; ask a turn without calls for a call, prefilled with call_prefill)",
-        EchoPolicy.keep)
-    call_prefill: str = help_field("the start of a call the loop asks for (echo_policy=act)", CALL_PREFILL)
-    system_prompt: Optional[str] = help_field("dialogue system prompt: kate (kate/agent/settings.py), none, or a text", "kate")
-    one_call: bool = help_field("multi-turn steps take the first call the model writes", True)
+
+def _schema_type(hint: Any) -> Any:
+    """``X | None`` as ``Optional[X]`` (what OmegaConf reads); other hints unchanged."""
+    args = [a for a in typing.get_args(hint) if a is not type(None)]
+    if isinstance(hint, types.UnionType) and len(args) == 1:
+        return Optional[args[0]]
+    return hint
+
+
+def loop_schema(name: str, keep: Sequence[str] | None = None, defaults: Mapping[str, Any] | None = None,
+                extra: Sequence[tuple[str, Any, Any]] = ()) -> type:  # fmt: skip
+    """A job schema's loop fields, made from ``LoopSettings`` (the one definition of the loop's
+    settings: names, types, defaults, help), enums where a field takes one of a few values;
+    ``keep``: only these fields; ``defaults``: the job's own defaults; ``extra``: (name, type, field)."""
+    hints = typing.get_type_hints(LoopSettings)
+    made = []
+    for f in dataclasses.fields(LoopSettings):
+        if keep is not None and f.name not in keep:
+            continue
+        kind = ENUM_FIELDS.get(f.name)
+        default = (defaults or {}).get(f.name, f.default)
+        value = kind(default) if kind is not None else default
+        made.append((f.name, kind or _schema_type(hints[f.name]), field(default=value, metadata=dict(f.metadata))))
+    return dataclasses.make_dataclass(name, [*made, *extra])
+
+
+LoopFields = loop_schema("LoopFields")
+LoopFields.__doc__ = "The loop settings every arm of a job shares: ``kate.agent.settings.LoopSettings``'s fields."
 
 
 @dataclass
