@@ -28,6 +28,7 @@ SUBCOMMANDS: dict[str, tuple[str, str, str]] = {
     "models": ("models", "kate.models_cmd:run_models", "list | install | verify [NAME ...] offline model files"),
     "train": ("train/<job>", "kate.train_cmd:run_<job>", "training: data | sft | grpo (SFT / GRPO with TRL)"),
     "diagnose": ("diagnose", "kate.diagnose_cmd:run_diagnose", "knowing-doing diagnostics: name=necessity|...|gate|all set=..."),
+    "results": ("results", "kate.eval.results_doc:run_results", "regenerate docs/results.md and the README's results table"),
 }
 
 

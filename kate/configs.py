@@ -13,6 +13,7 @@ from typing import Any, Dict, List, Optional
 from hydra.core.config_store import ConfigStore
 
 from kate.eval.config import ArmConfig, EvalConfig, MainConfig, ReportConfig, Split, help_field
+from kate.eval.results_doc import ResultsConfig
 from kate.toolcall.format import HERMES_CALL_START, HERMES_OPENING
 
 
@@ -405,7 +406,7 @@ class DiagnoseConfig:
 SCHEMAS: dict[str, type] = {
     "eval": EvalConfig, "main": MainConfig, "report": ReportConfig, "appworld": AppWorldConfig,
     "demo": DemoConfig, "models": ModelsConfig, "kb": KbConfig, "serve": ServeConfig,
-    "diagnose": DiagnoseConfig,
+    "diagnose": DiagnoseConfig, "results": ResultsConfig,
 }  # fmt: skip
 NESTED = (ArmConfig,)
 
