@@ -73,7 +73,8 @@ def replay_source(folder: Path) -> dict:
 def main() -> None:
     results = {"note": __doc__.split("\n\n")[1].replace("\n", " "),
                "sources": {name: str(folder.relative_to(ROOT)) for name, folder in SOURCES.items()},
-               "results": {name: replay_source(folder) for name, folder in SOURCES.items() if folder.exists()}}  # fmt: skip
+               "results": {name: replay_source(folder) for name, folder in SOURCES.items()
+                           if folder.exists()}}  # fmt: skip
     path = ROOT / "bench" / "results" / "adaptive_replay.json"
     atomic_write_json(path, results)
     print(f"wrote {path.relative_to(ROOT)}")

@@ -78,109 +78,148 @@ def _earlier_results(calls: tuple[ToolCall, ...], earlier: tuple[ToolCall, ...],
     return out
 
 
+class _Turn:
+    """One user turn's state; ``run`` samples steps and hands each to the handler of its kind
+    (an echo, a malformed action, an answer, a repeat, new calls). A handler returns True when the
+    turn ends, having set ``answer`` and ``end_reason``."""
+
+    def __init__(self, policy: Policy, env: Environment, messages: list[Message], seed: int,
+                 context: KnowledgeContext | None, tools: list[ToolSchema] | None) -> None:  # fmt: skip
+        if not messages or messages[-1].get("role") != "user":
+            raise ValueError("a turn needs a history that ends with a user message")
+        self.policy, self.env, self.seed = policy, env, seed
+        self.settings, self.format = policy.settings, action_format_of(env)
+        self.start = len(messages) - 1
+        self.user_text = str(messages[self.start].get("content") or "")
+        self.history, self.retrieved = policy.prepare(messages, context)
+        self.tools = env.tools() if tools is None else tools
+        self.repeat_policy = self.settings.repeat_policy
+        if self.settings.asks_answers:
+            check_answers_supported(policy.model)
+        self.max_tokens = getattr(policy.sampler, "max_tokens", 256)
+        self.steps: list[StepRecord] = []
+        self.executed: list[Executed] = []
+        self.seen: dict[tuple[str, ...], tuple[int, tuple[ToolCall, ...], tuple[Observation, ...]]] = {}
+        self.malformed: dict[str, int] = {}  # raw text of malformed steps -> first step index
+        self.repeats, self.in_a_row, self.answer, self.end_reason = 0, 0, None, "max_steps"
+
+    def run(self) -> TurnResult:
+        settings = self.settings
+        for i in range(settings.max_steps):
+            step = self.policy.sampler.act(self.policy.model, self.history, self.tools, seed=self.seed + i,
+                                           one_call=settings.one_call)  # fmt: skip
+            record = dict(index=i, text=step.text, vote=step.vote.to_dict() if step.vote is not None else None,
+                          usage=step.usage)  # fmt: skip
+            if self.is_echo(step):
+                asked = self.on_echo(i, record)
+                if asked is None:
+                    break
+                step, record = asked
+            if not step.calls:
+                malformed = step.parse_error is not None
+                ended = self.on_malformed(i, step, record) if malformed else self.on_answer(step, record)
+            else:
+                ended = self.on_calls(i, step, record)
+            if ended:
+                break
+        else:
+            if settings.answer_at_max_steps:
+                answer, _ = self.end_with_answer(settings.max_steps)
+                self.answer, self.end_reason = answer, "answer" if answer is not None else self.end_reason
+        knowledge = self.retrieved.text if self.retrieved is not None else None
+        return TurnResult(self.user_text, knowledge, tuple(self.steps), self.answer, self.end_reason, self.history,
+                          self.start, self.env.state(), self.retrieved)  # fmt: skip
+
+    def end_with_answer(self, index: int) -> tuple[str | None, str]:
+        """Ask for the answer (prefilled), record the step, keep the answer in the history: (answer, end
+        reason), the reason ``"repeat"`` when the reply is still no answer."""
+        asked, answer = ask_answer(self.policy.model, self.history, self.tools, prefill=self.settings.answer_prefill,
+                                   index=index, seed=self.seed + index, max_tokens=self.max_tokens)  # fmt: skip
+        self.steps.append(asked)
+        if answer is not None:
+            self.history.append({"role": "assistant", "content": answer})
+        return answer, ("answer" if answer is not None else "repeat")
+
+    def is_echo(self, step) -> bool:
+        return (self.settings.echo_policy != "keep" and not step.calls and step.parse_error is None
+                and no_answer(step.text, self.history))  # fmt: skip
+
+    def on_echo(self, i: int, record: dict):
+        """An empty or echoing reply: asks for the answer (None: the turn ended) or for a call (the asked step)."""
+        self.steps.append(StepRecord(**record, calls=(), observations=(), executed=False, echo=True))
+        if self.settings.echo_policy == "answer" or self.executed:
+            self.answer, self.end_reason = self.end_with_answer(i + 1)
+            return None
+        step = ask_call(self.policy.model, self.history, self.tools, prefill=self.settings.call_prefill,
+                        seed=self.seed + i, max_tokens=self.max_tokens, one_call=self.settings.one_call)  # fmt: skip
+        return step, dict(index=i, text=step.text, vote=None, usage=step.usage, prefill=self.settings.call_prefill)
+
+    def on_malformed(self, i: int, step, record: dict) -> bool:
+        first = self.malformed.get(step.text) if self.repeat_policy != "off" else None
+        self.steps.append(StepRecord(**record, calls=(), observations=(), executed=False,
+                                     parse_error=step.parse_error, repeat_of=first))  # fmt: skip
+        self.in_a_row += 1
+        if first is not None:  # the same broken output again: the model is stuck
+            self.end_reason = "repeat"
+            return True
+        if self.settings.max_malformed is not None and self.in_a_row >= self.settings.max_malformed:
+            self.end_reason = "malformed"
+            return True
+        self.malformed.setdefault(step.text, i)
+        self.history.extend(self.format.malformed(step.text, step.parse_error))
+        return False
+
+    def on_answer(self, step, record: dict) -> bool:
+        self.history.append({"role": "assistant", "content": step.text})
+        self.steps.append(StepRecord(**record, calls=(), observations=(), executed=False))
+        self.answer, self.end_reason = step.text, "answer"
+        return True
+
+    def on_calls(self, i: int, step, record: dict) -> bool:
+        self.in_a_row = 0
+        unique = tuple(dict.fromkeys(step.calls)) if self.repeat_policy != "off" else tuple(step.calls)
+        calls = _with_ids(unique, f"call_{len(self.history)}")
+        key = canonical_call_set(calls)
+        earlier = self.seen.get(key) if self.repeat_policy != "off" else None
+        fed = fed_sources(calls, self.executed) if earlier is None and self.settings.repeat_match == "fed" else None
+        if earlier is not None or fed is not None:
+            return self.on_repeat(i, step, record, calls, earlier, fed)
+        observations = tuple(_safe_execute(self.env, call) for call in calls)
+        self.history.append(self.format.assistant(step.text, calls))
+        self.history.extend(self.format.results(calls, [o.content for o in observations]))
+        self.seen.setdefault(key, (i, calls, observations))
+        self.executed.extend((i, c, o) for c, o in zip(calls, observations))
+        self.steps.append(StepRecord(**record, calls=calls, observations=observations, executed=True))
+        if is_finished(self.env):
+            self.end_reason = "finished"
+            return True
+        return False
+
+    def on_repeat(self, i: int, step, record: dict, calls, earlier, fed) -> bool:
+        if earlier is not None:
+            first, earlier_calls, earlier_obs = earlier
+            results = _earlier_results(calls, earlier_calls, earlier_obs)
+        else:
+            first, results = min(j for j, _, _ in fed), [o for _, _, o in fed]
+        self.repeats += 1
+        self.steps.append(StepRecord(**record, calls=calls, observations=(), executed=False, repeat_of=first))
+        if self.repeat_policy == "answer":
+            self.answer, self.end_reason = self.end_with_answer(i + 1)
+            return True
+        if self.repeat_policy == "end_turn" or self.repeats > 1:
+            self.end_reason = "repeat"
+            return True
+        self.history.append(self.format.assistant(step.text, calls))
+        notes = [REPEAT_NOTE.format(result=o.content) for o in results]
+        self.history.extend(self.format.results(calls, notes))
+        return False
+
+
 def run_turn(policy: Policy, env: Environment, messages: list[Message], *, seed: int = 0,
              context: KnowledgeContext | None = None, tools: list[ToolSchema] | None = None) -> TurnResult:
     """Run one user turn; ``messages`` ends with the user message and is not mutated.
     ``tools`` defaults to ``env.tools()``."""
-    if not messages or messages[-1].get("role") != "user":
-        raise ValueError("a turn needs a history that ends with a user message")
-    settings, policy_format = policy.settings, action_format_of(env)
-    start = len(messages) - 1
-    user_text = str(messages[start].get("content") or "")
-    history, retrieved = policy.prepare(messages, context)
-    tools = env.tools() if tools is None else tools
-    repeat_policy = settings.repeat_policy
-    if settings.asks_answers:
-        check_answers_supported(policy.model)
-    max_tokens = getattr(policy.sampler, "max_tokens", 256)
-
-    steps: list[StepRecord] = []
-
-    def end_with_answer(index: int) -> tuple[str | None, str]:
-        """Ask for the answer (prefilled), record the step, keep the answer in the history: (answer, end
-        reason), the reason ``"repeat"`` when the reply is still no answer."""
-        asked, answer = ask_answer(policy.model, history, tools, prefill=settings.answer_prefill, index=index,
-                                   seed=seed + index, max_tokens=max_tokens)  # fmt: skip
-        steps.append(asked)
-        if answer is not None:
-            history.append({"role": "assistant", "content": answer})
-        return answer, ("answer" if answer is not None else "repeat")
-
-    executed: list[Executed] = []
-    seen: dict[tuple[str, ...], tuple[int, tuple[ToolCall, ...], tuple[Observation, ...]]] = {}
-    malformed: dict[str, int] = {}  # raw text of malformed steps -> first step index
-    repeats, in_a_row, answer, end_reason = 0, 0, None, "max_steps"
-    for i in range(settings.max_steps):
-        step = policy.sampler.act(policy.model, history, tools, seed=seed + i, one_call=settings.one_call)
-        vote = step.vote.to_dict() if step.vote is not None else None
-        record = dict(index=i, text=step.text, vote=vote, usage=step.usage)
-        if (settings.echo_policy != "keep" and not step.calls and step.parse_error is None
-                and no_answer(step.text, history)):  # fmt: skip
-            steps.append(StepRecord(**record, calls=(), observations=(), executed=False, echo=True))
-            if settings.echo_policy == "answer" or executed:
-                answer, end_reason = end_with_answer(i + 1)
-                break
-            step = ask_call(policy.model, history, tools, prefill=settings.call_prefill, seed=seed + i,
-                            max_tokens=max_tokens, one_call=settings.one_call)  # fmt: skip
-            record = dict(index=i, text=step.text, vote=None, usage=step.usage, prefill=settings.call_prefill)
-        if not step.calls:
-            if step.parse_error is not None:
-                first = malformed.get(step.text) if repeat_policy != "off" else None
-                steps.append(StepRecord(**record, calls=(), observations=(), executed=False,
-                                        parse_error=step.parse_error, repeat_of=first))
-                in_a_row += 1
-                if first is not None:  # the same broken output again: the model is stuck
-                    end_reason = "repeat"
-                    break
-                if settings.max_malformed is not None and in_a_row >= settings.max_malformed:
-                    end_reason = "malformed"
-                    break
-                malformed.setdefault(step.text, i)
-                history.extend(policy_format.malformed(step.text, step.parse_error))
-                continue
-            history.append({"role": "assistant", "content": step.text})
-            steps.append(StepRecord(**record, calls=(), observations=(), executed=False))
-            answer, end_reason = step.text, "answer"
-            break
-        in_a_row = 0
-        unique = tuple(dict.fromkeys(step.calls)) if repeat_policy != "off" else tuple(step.calls)
-        calls = _with_ids(unique, f"call_{len(history)}")
-        key = canonical_call_set(calls)
-        earlier = seen.get(key) if repeat_policy != "off" else None
-        fed = fed_sources(calls, executed) if earlier is None and settings.repeat_match == "fed" else None
-        if earlier is not None or fed is not None:
-            if earlier is not None:
-                first, earlier_calls, earlier_obs = earlier
-                results = _earlier_results(calls, earlier_calls, earlier_obs)
-            else:
-                first, results = min(j for j, _, _ in fed), [o for _, _, o in fed]
-            repeats += 1
-            steps.append(StepRecord(**record, calls=calls, observations=(), executed=False, repeat_of=first))
-            if repeat_policy == "answer":
-                answer, end_reason = end_with_answer(i + 1)
-                break
-            if repeat_policy == "end_turn" or repeats > 1:
-                end_reason = "repeat"
-                break
-            history.append(policy_format.assistant(step.text, calls))
-            notes = [REPEAT_NOTE.format(result=o.content) for o in results]
-            history.extend(policy_format.results(calls, notes))
-            continue
-        observations = tuple(_safe_execute(env, call) for call in calls)
-        history.append(policy_format.assistant(step.text, calls))
-        history.extend(policy_format.results(calls, [o.content for o in observations]))
-        seen.setdefault(key, (i, calls, observations))
-        executed.extend((i, c, o) for c, o in zip(calls, observations))
-        steps.append(StepRecord(**record, calls=calls, observations=observations, executed=True))
-        if is_finished(env):
-            end_reason = "finished"
-            break
-    else:
-        if settings.answer_at_max_steps:
-            answer, _ = end_with_answer(settings.max_steps)
-            end_reason = "answer" if answer is not None else end_reason
-    knowledge = retrieved.text if retrieved is not None else None
-    return TurnResult(user_text, knowledge, tuple(steps), answer, end_reason, history, start, env.state(), retrieved)
+    return _Turn(policy, env, messages, seed, context, tools).run()
 
 
 def run_dialogue(policy: Policy, env: Environment, user_turns: Sequence[str | Message | Sequence[Message]], *,

@@ -137,7 +137,9 @@ class ChatService:
         if retrieved is not None:
             knowledge = {"query": retrieved.query, "intent": retrieved.intent,
                          "hits": [{k: h.get(k) for k in ("id", "type", "score")} for h in retrieved.hits],
-                         "text": retrieved.text, **({"skipped": retrieved.skipped} if retrieved.skipped else {})}  # fmt: skip
+                         "text": retrieved.text}  # fmt: skip
+            if retrieved.skipped:
+                knowledge["skipped"] = retrieved.skipped
         return {"width": width, "vote": vote, "votes": votes, "knowledge": knowledge}
 
 
