@@ -25,7 +25,7 @@ from hydra import compose, initialize_config_dir
 
 from kate.bfcl.data import SINGLE_TURN, load_entries
 from kate.cli import CONF_DIR
-from kate.eval.config import plain
+from kate.eval.config import IN_FLIGHT, plain
 from kate.eval.report_cmd import run_report
 from kate.eval.run_eval import run_eval
 from kate.eval.run_store import load_run
@@ -33,7 +33,7 @@ from kate.io import atomic_write_json, atomic_write_text
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNS, RESULTS = ROOT / "bench" / "runs" / "full", ROOT / "bench" / "results" / "full"
-WORKERS = 4  # entries in flight (bench/results/inflight.json)
+WORKERS = IN_FLIGHT  # entries in flight (bench/results/inflight.json)
 BASE = ["llm.max_parallel=8", "split=test", "limit=null"]  # max_parallel as every committed arm ran with
 ADAPTERS = {"grpo_answers": "bench/runs/train/grpo_answers/final/adapter.gguf",
             "sft_answers": "bench/runs/train/sft_answers/final/adapter.gguf"}  # fmt: skip

@@ -12,7 +12,7 @@ from typing import Any, Dict, List, Optional
 
 from hydra.core.config_store import ConfigStore
 
-from kate.eval.config import ArmConfig, EvalConfig, MainConfig, ReportConfig, Split, help_field
+from kate.eval.config import ArmConfig, EvalConfig, MainConfig, ReportConfig, Split, help_field, loop_schema
 from kate.eval.results_doc import ResultsConfig
 from kate.toolcall.format import HERMES_CALL_START, HERMES_OPENING
 
@@ -54,12 +54,11 @@ class CodeKnowledgeConfig:
     build_limit: Optional[int] = help_field("first n tasks of build_dataset", None)
 
 
-@dataclass
-class CodeLoopConfig:
-    max_steps: int = help_field("code steps per task", 20)
-    repeat_policy: str = help_field("the same code again: end_turn | warn | off", "warn")
-    max_malformed: Optional[int] = help_field("replies in a row without a code block that end the task", 2)
-    max_output_chars: int = help_field("output shown to the model per step (records keep all of it)", 3000)
+# AppWorld's code loop: LoopSettings' fields that apply to code actions (the same definition as
+# every other job's loop), plus how much output a step shows the model.
+CodeLoopConfig = loop_schema(
+    "CodeLoopConfig", keep=("max_steps", "repeat_policy", "max_malformed"), defaults={"max_malformed": 2},
+    extra=[("max_output_chars", int, help_field("output shown to the model per step (records keep all of it)", 3000))])
 
 
 @dataclass

@@ -142,7 +142,8 @@ def test_kate_eval_through_every_fault_equals_an_undisturbed_run(tmp_path, monke
     monkeypatch.setenv("N_UBATCH", "1")
     timeout = 60  # the client's, well above a request's time on a busy machine; the stall outlasts it
     script = ["http_500", "http_503", "stall", None, "drop", "drop_mid_body", "truncate"]  # two requests' worth
-    common = [f"llm.timeout={timeout}", "llm.max_retries=3", "llm.backoff=0.01", "sampling.max_tokens=64"]
+    # Entries are in flight together, so any one of them may meet every fault: retries outnumber the faults.
+    common = [f"llm.timeout={timeout}", f"llm.max_retries={len(script)}", "llm.backoff=0.01", "sampling.max_tokens=64"]
     single_turn = "simple_python,irrelevance,multiple"
     with start_llamacpp_server(SMALL_TEST_MODEL, n_ctx=4096) as server:
         extra = [f"llm.model={server.model}", *common]

@@ -60,7 +60,8 @@ def test_learned_trajectories_are_served_on_the_next_turn_and_concurrent_writers
         client = openai.OpenAI(base_url=server.base_url, api_key="-", max_retries=0)
         ask = [{"role": "user", "content": "How many kilometres are 26 miles?"}]
         before = client.chat.completions.create(model="fake", messages=ask, tools=[CONVERT])
-        assert before.model_extra["kate"]["knowledge"] is None  # the new base is empty
+        empty = before.model_extra["kate"]["knowledge"]  # the new base is empty, and the response says so
+        assert empty["hits"] == [] and "no entry of 'learned'" in empty["skipped"]
 
         code, outcome = post(server, "/kate/trajectories", trajectory(10))
         assert code == 200 and len(outcome["added"]) == 1 and outcome["rejected"] is None and "path" not in outcome

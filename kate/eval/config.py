@@ -63,11 +63,12 @@ class KnowledgeConfig:
 
 
 # Entries the one runner keeps in flight. On the local engine their prefill and decode share
-# llama.cpp batches (kate.llm.llamacpp_batch); 4 was the fastest of 1, 2, 4, 8 for the 0.5B model on
-# 2 cores (bench/results/inflight.json, `bench/inflight.py`). Greedy outputs can differ from a run
-# with 1 in flight on near-ties (batching changes llama.cpp's summation order), so that file also
-# counts the outputs that differ and the entries fixed and broken against workers=1.
-IN_FLIGHT = 4
+# llama.cpp batches (kate.llm.llamacpp_batch), and the scheduler queues a request rather than
+# overflow n_ctx. 8 was the fastest of 1, 2, 4, 8 for the 0.5B model on 2 cores
+# (bench/results/inflight.json, `bench/inflight.py`). Greedy outputs can differ from a run with 1 in
+# flight on near-ties (batching changes llama.cpp's summation order), so that file also counts the
+# outputs that differ and the entries fixed and broken against workers=1.
+IN_FLIGHT = 8
 IN_FLIGHT_HELP = ("entries in flight at once; a local engine decodes them together (1: one at a time, "
                   "bench/results/inflight.json)")
 

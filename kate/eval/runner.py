@@ -9,7 +9,7 @@ of the policy, so a resume (the same command) drops those records and redoes the
 redoes items with no record. Every other record is kept, model errors included.
 
     store = open_run(folder, arm="st_w8v", task=task, policy=policy, seed=0, config=arm_config)
-    records = run_task(task, policy, store, seed=0, workers=4)
+    records = run_task(task, policy, store, seed=0, workers=8)
 
 ``kate eval``, ``kate main``, ``kate appworld`` and ``bench/`` all run through it.
 """
