@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import threading
 import time
 from pathlib import Path
 
@@ -27,6 +28,7 @@ from kate.bfcl.data import SINGLE_TURN, load_entries
 from kate.cli import CONF_DIR
 from kate.eval.config import IN_FLIGHT, plain
 from kate.eval.report_cmd import run_report
+from kate.eval.results_doc import write_results_doc
 from kate.eval.run_eval import run_eval
 from kate.eval.run_store import load_run
 from kate.io import atomic_write_json, atomic_write_text
@@ -60,18 +62,50 @@ def overrides(name: str, arm: str, part: str, seeds: list[int], extra: list[str]
 def run_part(name: str, arm: str, part: str, seeds: list[int], extra: list[str]) -> None:
     with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
         cfg = compose("eval", overrides=overrides(name, arm, part, seeds, extra))
-    start = time.perf_counter()
-    run_eval(cfg)
-    log_time(name, part, seeds, time.perf_counter() - start)
+    clock = WallClock(name, part, seeds)
+    try:
+        run_eval(cfg)
+    finally:
+        clock.stop()
 
 
-def log_time(name: str, part: str, seeds: list[int], seconds: float) -> None:
-    """Wall time of each invocation (a resumed part adds a line; the report sums them)."""
-    path = RESULTS / "wall_times.jsonl"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a") as f:
-        f.write(json.dumps({"arm": name, "part": part, "seeds": seeds, "seconds": round(seconds, 1),
-                            "workers": WORKERS}) + "\n")  # fmt: skip
+def done_count(name: str, part: str, seeds: list[int]) -> int:
+    want = planned(part)
+    folders = [RUNS / name / f"seed_{s}" for s in seeds]
+    return sum(sum(r["id"] in want for r in load_run(f)[1]) for f in folders if (f / "meta.json").exists())
+
+
+class WallClock:
+    """One invocation's wall time and the records it added, rewritten every ``EVERY`` seconds into
+    ``wall_times.jsonl`` (one line per invocation, keyed by its start), so a run that is killed keeps
+    the time it ran up to its last beat; the report sums invocations and gives records per minute."""
+
+    EVERY = 60.0
+
+    def __init__(self, name: str, part: str, seeds: list[int]):
+        self.row = {"arm": name, "part": part, "seeds": seeds, "workers": WORKERS,
+                    "started": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime()), "seconds": 0.0,
+                    "records_at_start": done_count(name, part, seeds)}  # fmt: skip
+        self.row["records_at_end"] = self.row["records_at_start"]
+        self.start, self.stopped = time.perf_counter(), threading.Event()
+        self.thread = threading.Thread(target=self._beat, daemon=True)
+        self.thread.start()
+
+    def _beat(self) -> None:
+        while not self.stopped.wait(self.EVERY):
+            self.write()
+
+    def stop(self) -> None:
+        self.stopped.set()
+        self.write()
+
+    def write(self) -> None:
+        self.row["seconds"] = round(time.perf_counter() - self.start, 1)
+        self.row["records_at_end"] = done_count(self.row["arm"], self.row["part"], self.row["seeds"])
+        path = RESULTS / "wall_times.jsonl"
+        rows = [json.loads(x) for x in path.read_text().splitlines()] if path.exists() else []
+        rows = [r for r in rows if r.get("started") != self.row["started"]] + [self.row]
+        atomic_write_text(path, "".join(json.dumps(r) + "\n" for r in rows))
 
 
 def planned(part: str) -> set[str]:
@@ -97,17 +131,27 @@ def progress() -> list[dict]:
             folder = RUNS / name / f"seed_{seed}"
             records = [r for r in load_run(folder)[1] if r["id"] in want] if (folder / "meta.json").exists() else []
             rows.append({"arm": name, "part": part, "seed": seed, "done": len(records), "planned": len(want),
-                         "samples_per_step": samples_drawn(records), "wall_s": times.get((name, part)),
+                         "samples_per_step": samples_drawn(records), **_timing(times.get((name, part))),
                          "command": f".venv/bin/python bench/full.py --only {name}:{part}"})  # fmt: skip
     return rows
 
 
-def _times() -> dict[tuple[str, str], float]:
+def _times() -> dict[tuple[str, str], dict]:
+    """Per (arm, part): seconds summed over invocations, records they added, records per minute."""
     path, out = RESULTS / "wall_times.jsonl", {}
     for line in path.read_text().splitlines() if path.exists() else []:
         row = json.loads(line)
-        out[(row["arm"], row["part"])] = round(out.get((row["arm"], row["part"]), 0.0) + row["seconds"], 1)
+        t = out.setdefault((row["arm"], row["part"]), {"seconds": 0.0, "records": 0})
+        t["seconds"] = round(t["seconds"] + row["seconds"], 1)
+        t["records"] += row.get("records_at_end", 0) - row.get("records_at_start", 0)
+    for t in out.values():
+        t["records_per_min"] = round(60 * t["records"] / t["seconds"], 2) if t["seconds"] and t["records"] else None
     return out
+
+
+def _timing(t: dict | None) -> dict:
+    t = t or {}
+    return {"wall_s": t.get("seconds"), "timed_records": t.get("records"), "records_per_min": t.get("records_per_min")}
 
 
 SEQUENTIAL = ROOT / "bench" / "runs" / "direct" / "seed_0"  # the committed direct arm, one entry at a time
@@ -154,19 +198,22 @@ def write_report() -> None:
     if arms:
         runs = "{" + ", ".join(f"{n}: {RUNS / n}" for n in arms) + "}"
         with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
-            cfg = compose("report", overrides=[f"runs={runs}", "title=BFCL-V3 test half at full n (0.5B)",
+            cfg = compose("report", overrides=[f"runs={runs}", "title='BFCL-V3 test half at full n (0.5B)'",
                                                f"out_dir={RESULTS}"])  # fmt: skip
         run_report(cfg)
     lines = ["# Progress of the full-n benchmark", "",
-             "| arm | part | seed | done / planned | samples per step | wall (s, all invocations) | continue with |",
-             "|---|---|---|---|---|---|---|"]  # fmt: skip
+             "| arm | part | seed | done / planned | samples per step | wall (s, timed invocations) | records they added | per min | continue with |",
+             "|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
     for r in rows:
         lines.append(f"| {r['arm']} | {r['part']} | {r['seed']} | {r['done']} / {r['planned']} | "
-                     f"{r['samples_per_step'] or '-'} | {r['wall_s'] or '-'} | `{r['command']}` |")  # fmt: skip
+                     f"{r['samples_per_step'] or '-'} | {r['wall_s'] or '-'} | {r['timed_records'] or '-'} | "
+                     f"{r['records_per_min'] or '-'} | `{r['command']}` |")  # fmt: skip
     lines += ["", f"Entries in flight: workers={WORKERS} on the local engine (bench/results/inflight.json). "
-              "Wall times are what `bench/full.py` measured per invocation (other work may have shared the cores; "
-              "see the commit log)."]  # fmt: skip
+              "Wall times are what `bench/full.py` measured per invocation, beating every minute so a stopped run keeps "
+              "its time; invocations from before that clock existed are not timed, so `records they added` says how many "
+              "records the seconds cover. Other work may have shared the two cores (see the commit log)."]  # fmt: skip
     atomic_write_text(RESULTS / "progress.md", "\n".join(lines) + "\n")
+    write_results_doc(ROOT, readme=None)  # docs/results.md embeds these reports (its headline rows do not)
 
 
 def main() -> None:
