@@ -3,10 +3,10 @@
     .venv/bin/python examples/quickstart.py
     .venv/bin/python examples/quickstart.py "How many days are there between 2024-01-01 and 2024-03-01?"
 
-The model is the default one that ``bash scripts/setup.sh`` installs (no hub, no key). The loop
-settings make the 0.5B model answer after its call: ``one_call`` keeps the first call of a reply
-that writes it several times, and a repeated (or result-fed) call is answered by asking the model
-for the answer, its reply starting "Based on the result, " (``kate/agent/turn_end.py``).
+The model is the default one that ``bash scripts/setup.sh`` installs (no hub, no key). A policy's
+default loop settings (``LoopSettings.answering()``) make the 0.5B model answer after its call: the
+first call of a reply counts, and a call that repeats or feeds back an earlier one is answered by
+asking the model for the answer, its reply starting "Based on the result, " (``kate/agent/turn_end.py``).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from __future__ import annotations
 import sys
 from datetime import date
 
-from kate.agent import LoopSettings, Policy
+from kate.agent import Policy
 from kate.envs import PythonFunctionsEnv
 from kate.llm.llamacpp import LlamaCppChatModel
 
@@ -34,14 +34,11 @@ def word_count(text: str) -> int:
     return len(text.split())
 
 
-SETTINGS = LoopSettings(one_call=True, repeat_policy="answer", repeat_match="fed", answer_at_max_steps=True)
-
-
 def main(argv: list[str] | None = None) -> str | None:
     question = " ".join(sys.argv[1:] if argv is None else argv) or "What is the price of ACME stock?"
     model = LlamaCppChatModel("qwen2.5-coder-0.5b-instruct-q4_k_m")
     env = PythonFunctionsEnv([get_stock_price, days_between, word_count])
-    turn = Policy(model, settings=SETTINGS).run_dialogue(env, [question]).turns[0]
+    turn = Policy(model).run_dialogue(env, [question]).turns[0]
     for call in turn.calls:
         print("called", call.name, call.arguments)
     print(turn.answer)

@@ -25,7 +25,7 @@ from kate.agent.records import DialogueResult, TurnResult
 from kate.agent.settings import LoopSettings
 from kate.agent.turn_end import check_answers_supported
 from kate.envs.base import Environment
-from kate.llm.base import ChatModel, Message, ToolSchema
+from kate.llm.base import ChatModel, Message, ToolSchema, supports
 from kate.llm.identity import model_identity
 from kate.sampling.policy import GreedySampler, Sampler, Step
 
@@ -48,9 +48,12 @@ class Policy:
     model: ChatModel
     sampler: Sampler = field(default_factory=GreedySampler)
     knowledge: Knowledge | None = None
-    settings: LoopSettings = field(default_factory=LoopSettings)
+    settings: LoopSettings | None = None  # None: LoopSettings.answering() where the model takes prefill=
 
     def __post_init__(self) -> None:
+        if self.settings is None:
+            default = LoopSettings.answering() if supports(self.model, "prefill") else LoopSettings()
+            object.__setattr__(self, "settings", default)
         if self.settings.asks_answers:  # fail when the policy is made, before any item runs
             check_answers_supported(self.model)
 

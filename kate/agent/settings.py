@@ -48,7 +48,8 @@ def _help(text: str) -> dict[str, str]:
 
 @dataclass(frozen=True)
 class LoopSettings:
-    """How turns and dialogues run. Defaults are what kate's BFCL arms use."""
+    """How turns and dialogues run. Defaults are what kate's BFCL arms use; ``answering()`` is the
+    Python API's default for a user's own tools."""
 
     max_steps: int = field(default=20, metadata=_help("model steps per user turn before the turn ends (BFCL: 20)"))
     repeat_policy: str = field(default="warn", metadata=_help(
@@ -91,6 +92,16 @@ class LoopSettings:
         if self.max_malformed is not None and self.max_malformed < 1:
             raise ValueError(f"max_malformed must be >= 1 or null, got {self.max_malformed!r}")
         resolve_system_prompt(self.system_prompt)
+
+    @classmethod
+    def answering(cls, **changes: Any) -> "LoopSettings":
+        """The settings for a user's own tools, a ``Policy``'s default where the model takes ``prefill=``:
+        the first call of a reply, and a call that repeats or feeds back an earlier call of the turn
+        answered by asking the model for the answer (also once at the step cap), so a turn ends with
+        an answer rather than calls until ``max_steps``. Chosen by measurement on the own-tools task
+        (bench/results/own_tools_baseline.json, training half; own_tools_test.json, test half)."""
+        return cls(**{"one_call": True, "repeat_policy": "answer", "repeat_match": "fed",
+                      "answer_at_max_steps": True, **changes})  # fmt: skip
 
     @property
     def asks_answers(self) -> bool:

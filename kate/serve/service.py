@@ -15,6 +15,8 @@ Settings: ``width`` (N voted over; 1 = no vote), ``vote``, ``temperature`` of wi
 made around each request's sampler (``gate(inner=sampler)``), so the belief decides what the answer
 starts with before the sampler and its vote act; a request that forces a call (``tool_choice``) is
 not gated. What the gate saw and did comes back per choice in the ``kate`` field (``gate``).
+``answer_repeats``: a chosen call that repeats or feeds back a call the history already made this
+turn is answered instead (``kate.serve.answers``; ``kate.turn_end`` per choice says so).
 """
 
 from __future__ import annotations
@@ -26,9 +28,11 @@ from typing import Any
 
 from kate.agent.knowledge import KnowledgeContext
 from kate.agent.policy import Policy
+from kate.agent.settings import LoopSettings
 from kate.llm.base import ChatModel
 from kate.sampling.adaptive import AdaptiveWidthSampler
-from kate.sampling.policy import GreedySampler, Sampler, SamplesSampler, WidthSampler
+from kate.sampling.policy import GreedySampler, Sampler, SamplesSampler, WidthSampler, first_call_only
+from kate.serve.answers import answer_instead
 from kate.serve.errors import APIError, bad_request
 from kate.serve.knowledge import ServedKnowledge
 from kate.serve.request import ADAPTIVE_VOTE, ChatRequest
@@ -37,14 +41,23 @@ from kate.serve.response import choice_dict, completion_dict
 from kate.toolcall.format import HERMES_OPENING
 
 
+def _help(text: str) -> dict[str, str]:
+    return {"help": text}
+
+
 @dataclass(frozen=True)
 class ServeSettings:
-    width: int = 8
-    vote: str = "valid_majority"
-    temperature: float = 1.0
-    max_tokens: int = 512
-    call_opening: str = HERMES_OPENING
-    report: bool = True  # add the ``kate`` field (vote, knowledge hits) to responses
+    width: int = field(default=8, metadata=_help("samples voted over per choice when a request names none; 1: no vote"))
+    vote: str = field(default="valid_majority", metadata=_help(
+        "the vote over width samples when a request names none (kate.sampling's aggregates, or adaptive)"))
+    temperature: float = field(default=1.0, metadata=_help("temperature of width samples; a request's own wins"))
+    max_tokens: int = field(default=512, metadata=_help("completion tokens when a request gives no max_tokens"))
+    call_opening: str = field(default=HERMES_OPENING, metadata=_help(
+        "how the engine's chat template opens a call: the prefill of a call a request forces"))
+    report: bool = field(default=True, metadata=_help("add the kate field (vote, knowledge, turn end) to responses"))
+    answer_repeats: bool = field(default=True, metadata=_help(
+        "a chosen call that repeats or feeds back a call of the request's current turn is answered instead "
+        "(kate.serve.answers); needs an engine that takes prefill="))
 
 
 @dataclass
@@ -80,20 +93,30 @@ class ChatService:
         gated = self.gate is not None and not forced
         if gated:
             sampler = self.gate(inner=sampler)  # type: ignore[misc]
-        policy = Policy(model, sampler, knowledge)
+        policy = Policy(model, sampler, knowledge, LoopSettings())  # one step: the served turn end is below
         tools = None if request.tool_choice == "none" else request.tools
         context = KnowledgeContext("serve", tools=tuple(t["function"] for t in request.tools or ()))
         seed = request.seed % 2**63 if request.seed is not None else random.randrange(2**31)
         one_call = not request.parallel_tool_calls
         if width == 1 and request.n > 1 and not gated:
             return self._samples(request, policy, tools, context, seed, one_call)
-        choices, usage, votes, retrieved, gates = [], [0, 0], [], None, []
+        choices, usage, votes, retrieved, gates, ends = [], [0, 0], [], None, [], []
         for i in range(request.n):
             done = policy.step(request.messages, tools, seed=seed + i, context=context, one_call=one_call)
             step, retrieved = done.step, done.retrieved
             shown = step.completions[step.vote.chosen.samples[0] if step.vote is not None else 0]
-            calls = self._calls(request, step.calls)
-            choices.append(choice_dict(i, shown, calls, step.text, request.logprobs))
+            calls, text = self._calls(request, step.calls), step.text
+            asked = None
+            if self.settings.answer_repeats and not forced and tools:
+                candidates = step.calls or first_call_only(shown).tool_calls
+                asked = answer_instead(model, done.prompt, tools, candidates, seed=seed + i,
+                                       max_tokens=request.max_tokens or self.settings.max_tokens)  # fmt: skip
+            if asked is not None:
+                shown, ends_here = asked
+                calls, text = (), shown.text
+                usage[1] += shown.usage.completion_tokens
+            ends.append(ends_here if asked is not None else None)
+            choices.append(choice_dict(i, shown, calls, text, request.logprobs and asked is None))
             usage = [max(usage[0], step.usage.prompt_tokens), usage[1] + step.usage.completion_tokens]
             votes.append(None if step.vote is None else step.vote.to_dict())
             if step.parse_error:
@@ -102,6 +125,8 @@ class ChatService:
         report = self._report(width, vote, votes, retrieved)
         if report is not None and gated:
             report["gate"] = gates
+        if report is not None and any(ends):
+            report["turn_end"] = ends
         return completion_dict(request.model, choices, _usage(*usage), report)
 
     def _samples(self, request: ChatRequest, policy: Policy, tools, context, seed: int, one_call: bool) -> dict[str, Any]:
@@ -109,7 +134,7 @@ class ChatService:
         sampler = policy.sampler
         samples = SamplesSampler(n=request.n, temperature=getattr(sampler, "temperature", 0.0),
                                  max_tokens=sampler.max_tokens, logprobs=request.logprobs)  # fmt: skip
-        done = Policy(policy.model, samples, policy.knowledge).step(request.messages, tools, seed=seed, context=context,
+        done = Policy(policy.model, samples, policy.knowledge, policy.settings).step(request.messages, tools, seed=seed, context=context,
                                                                    one_call=one_call)  # fmt: skip
         completions = done.step.completions
         choices = [choice_dict(i, c, self._calls(request, c.tool_calls), c.text, request.logprobs)

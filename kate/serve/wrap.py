@@ -15,7 +15,10 @@ Wrapping an ``AsyncOpenAI`` gives an async client (``await ....create(...)``; st
 iterators); its requests run on a worker thread through a synchronous twin of the client (same
 base URL, key, timeout and retries). Each request is the same ``ChatService`` call ``kate serve``
 makes, so the wrapper and the server give the same calls for the same seed. Everything else
-(``client.models.list()``, ...) is the wrapped client's own.
+(``client.models.list()``, ...) is the wrapped client's own. The served turn end
+(``kate.serve.answers``) needs an engine that takes a prefill, which an OpenAI-compatible client
+does not: a wrapped client's steps pass through as its model wrote them (behind ``kate serve`` on a
+local engine, the server answers them).
 """
 
 from __future__ import annotations

@@ -22,6 +22,7 @@ from typing import Any
 from transformers import TrainerCallback
 
 from kate.agent.policy import Policy
+from kate.agent.settings import LoopSettings
 from kate.diagnose.first_token import ProbePrompt, first_token_probe, probe_summary
 from kate.diagnose.near_miss import NearMissTask, near_miss_items, no_call_summary
 from kate.diagnose.replay import ReplayRow, ReplayTask, replay_summary
@@ -61,7 +62,7 @@ def probe_sets(held_out: Sequence[Mapping[str, Any]], trained: Sequence[Mapping[
 
 def probe_client(client: Any, sets: ProbeSets, *, max_tokens: int = 96) -> dict[str, Any]:
     """The three measures on an ``hf`` client (its ``model`` and ``tokenizer``), greedy."""
-    policy = Policy(client, GreedySampler(max_tokens=max_tokens))
+    policy = Policy(client, GreedySampler(max_tokens=max_tokens), settings=LoopSettings())  # what the probes measured
     out: dict[str, Any] = {}
     if sets.first_token:
         out["first_token"] = probe_summary(first_token_probe(client, sets.first_token, OPENINGS, batch_size=1))
