@@ -152,6 +152,8 @@ class ServeConfig:
     call_opening: str = help_field("the model's call opening, prefilled when tool_choice forces a call",
                                    HERMES_OPENING)
     report: bool = help_field("add the kate field (vote, knowledge hits) to responses", True)
+    answer_repeats: bool = help_field("answer instead when the chosen call repeats or feeds a call already run "
+                                      "this turn (reported in kate.turn_end); false: return the call as voted", True)
     gate: Any = help_field("a probe-triggered gate around each request's sampler (conf/gate/: probe); null: none", None)
     knowledge: ServeKnowledgeConfig = help_field("knowledge bases and retrieval", factory=ServeKnowledgeConfig)
     learn: LearnConfig = help_field("learning from use (off by default)", factory=LearnConfig)

@@ -81,7 +81,8 @@ def build_server(cfg: DictConfig | dict[str, Any], model: ChatModel | None = Non
     settings = ServeSettings(width=int(cfg.get("width", 8)), vote=str(cfg.get("vote", "valid_majority")),
                              temperature=float(cfg.get("temperature", 1.0)), max_tokens=int(cfg.get("max_tokens", 512)),
                              call_opening=str(cfg.get("call_opening", HERMES_OPENING)),
-                             report=bool(cfg.get("report", True)))  # fmt: skip
+                             report=bool(cfg.get("report", True)),
+                             answer_repeats=bool(cfg.get("answer_repeats", True)))  # fmt: skip
     gate = None
     if cfg.get("gate"):
         check_target(cfg["gate"], "gate")

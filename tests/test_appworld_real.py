@@ -70,6 +70,7 @@ def test_missing_interpreter_says_how_to_install(tmp_path):
         AppWorldClient(python=tmp_path / "no-python").ping()
 
 
+@pytest.mark.model
 def test_appworld_run_without_data_fails_clearly(tmp_path):
     cfg = _config(tmp_path, ["world=appworld", f"appworld.root={tmp_path / 'aw'}"])
     with pytest.raises(AppWorldDataMissing, match="appworld download data"):

@@ -24,7 +24,8 @@ def _groups():
     # arms: below; conf/train/ holds the training jobs' own configs (`kate train <job>`), not a group
     for group_dir in sorted(p for p in CONF_DIR.iterdir() if p.is_dir() and p.name not in ("arm", "train")):
         for option in sorted(group_dir.glob("*.yaml")):
-            yield group_dir.name, option.stem
+            real = group_dir.name == "llm" and option.stem in LIGHT  # loads the small real model
+            yield pytest.param(group_dir.name, option.stem, marks=[pytest.mark.model] if real else [])
 
 
 # the subcommand config whose defaults list holds each group

@@ -37,6 +37,7 @@ def test_hidden_states_cover_every_layer(small_hf):
     assert out.next_token_logits.shape[-1] == config.vocab_size
 
 
+@pytest.mark.model  # makes the transformers client (it fails before loading)
 def test_unknown_model_without_hub_is_a_clear_error():
     from kate.llm.hf import HFChatModel
 

@@ -22,7 +22,7 @@ Stops (recorded on the vote as ``adaptive``: samples drawn, each draw's size, th
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kate.llm.base import ChatModel, Completion, Message, ToolSchema
@@ -74,17 +74,23 @@ class AdaptiveWidthSampler:
     """Up to ``n`` samples, drawn ``first`` then ``step`` at a time, voted after every draw; stops
     when the samples agree or the rest could not change the outcome (module docstring)."""
 
-    n: int = 8  # most samples a step draws
-    first: int = 2  # samples in the first draw
-    step: int = 2  # samples in each further draw
-    temperature: float = 1.0  # temperature of the draws after the first
-    first_temperature: float | None = None  # the first draw's temperature (None: ``temperature``)
-    aggregate: str = "valid_majority"  # the vote within calls: valid_majority | filled_majority | majority
-    act_first: bool = True  # decide acting vs answering over all samples first (ties: act)
-    gate_logprob: float | None = None  # a greedy sample first; commit it when its mean token logprob >= this
-    gate_answers: bool = False  # the gate may also commit a greedy answer in words (not only a valid call)
-    max_tokens: int = 256
-    logprobs: bool = True  # vote ties break by sequence likelihood
+    n: int = field(default=8, metadata={"help": "most samples a step draws"})
+    first: int = field(default=2, metadata={"help": "samples in the first draw"})
+    step: int = field(default=2, metadata={"help": "samples in each further draw"})
+    temperature: float = field(default=1.0, metadata={"help": "temperature of the draws after the first"})
+    first_temperature: float | None = field(default=None, metadata={"help": "the first draw's temperature; null: "
+                                                                           "temperature"})
+    aggregate: str = field(default="valid_majority", metadata={"help": "the vote within calls: valid_majority | "
+                                                                      "filled_majority | majority"})
+    act_first: bool = field(default=True, metadata={"help": "decide acting vs answering over all samples first "
+                                                            "(ties: act)"})
+    gate_logprob: float | None = field(default=None, metadata={"help": "a greedy sample first, committed when its "
+                                                                      "mean token logprob >= this; null: off"})
+    gate_answers: bool = field(default=False, metadata={"help": "the gate may also commit a greedy answer in words "
+                                                                "(not only a valid call)"})
+    max_tokens: int = field(default=256, metadata={"help": "token limit of each sample"})
+    logprobs: bool = field(default=True, metadata={"help": "request log-probabilities: vote ties break by sequence "
+                                                           "likelihood"})
 
     def __post_init__(self) -> None:
         if self.aggregate not in ADAPTIVE_AGGREGATES:

@@ -11,7 +11,7 @@ ties go to the earliest sample. Samples without code never win unless no sample 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from kate.llm.base import ChatModel, Completion, Message, ToolSchema, Usage
@@ -45,7 +45,7 @@ def code_step(code: str | None, text: str, error: str | None, completions: tuple
 
 @dataclass(frozen=True)
 class GreedyCode:
-    max_tokens: int = 400
+    max_tokens: int = field(default=400, metadata={"help": "token limit of the code step"})
 
     def act(self, model: ChatModel, messages: list[Message], tools: list[ToolSchema] | None = None, *,
             seed: int | None = None, one_call: bool = False) -> Step:
@@ -81,11 +81,12 @@ def vote_code(actions: Sequence[CodeAction]) -> tuple[CodeCandidate | None, tupl
 
 @dataclass(frozen=True)
 class WidthCode:
-    n: int = 8
-    temperature: float = 1.0
-    max_tokens: int = 400
-    merge: bool = False  # when candidates differ, the model writes the next step from them
-    merge_max_candidates: int = 4
+    n: int = field(default=8, metadata={"help": "code samples drawn in one request and voted over"})
+    temperature: float = field(default=1.0, metadata={"help": "temperature of the samples"})
+    max_tokens: int = field(default=400, metadata={"help": "token limit of each sample"})
+    merge: bool = field(default=False, metadata={"help": "when candidates differ, the model writes the next step "
+                                                         "from them (KATE's AppWorld variant)"})
+    merge_max_candidates: int = field(default=4, metadata={"help": "most candidates shown to the merge"})
 
     def __post_init__(self) -> None:
         if self.n < 1:

@@ -81,15 +81,23 @@ def gate_action(p: float, tau: float, tau_high: float | None = None) -> str:
 class GateSampler:
     """The inner sampler (greedy by default), its answer's start chosen by ``belief`` (see above)."""
 
-    belief: Belief
-    tau: float = 0.5
-    tau_high: float | None = None
-    mode: str = "soft"
-    no_tool_text: str = "I can answer this directly, without calling a tool. "
-    tool_text: str = "I need to call a tool for this.\n"
-    call_opening: str = HERMES_CALL_START  # the opening alone is not enough (kate.serve's call_prefill)
-    inner: Sampler | None = None
-    first_step_only: bool = True
+    belief: Belief = field(metadata={"help": "belief(messages, tools) -> P(a tool is needed): the probe "
+                                             "(kate.diagnose.gate.ProbeBelief)"})
+    tau: float = field(default=0.5, metadata={"help": "below: the no-tool text is prefilled"})
+    tau_high: float | None = field(default=None, metadata={"help": "at or above: the tool text (soft) or the call "
+                                                                  "opening (hard); null: tau"})
+    mode: str = field(default="soft", metadata={"help": "soft (prefill tool / no-tool text) | hard (prefill the call "
+                                                        "opening)"})
+    no_tool_text: str = field(default="I can answer this directly, without calling a tool. ",
+                              metadata={"help": "prefilled below tau"})
+    tool_text: str = field(default="I need to call a tool for this.\n", metadata={"help": "prefilled at or above "
+                                                                                         "tau_high (soft mode)"})
+    # the opening alone is not enough (kate.serve's call_prefill)
+    call_opening: str = field(default=HERMES_CALL_START, metadata={"help": "prefilled at or above tau_high (hard mode)"})
+    inner: Sampler | None = field(default=None, metadata={"help": "the sampler that acts after the prefill (a "
+                                                                  "conf/sampling/ node); null: greedy"})
+    first_step_only: bool = field(default=True, metadata={"help": "gate the decision point only (the history ends "
+                                                                  "with a user message)"})
 
     def __post_init__(self) -> None:
         if self.mode not in GATE_MODES:

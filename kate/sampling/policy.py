@@ -8,7 +8,7 @@ argument of ``act``, not a field, so that a sampler wrapping another passes it o
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Protocol, runtime_checkable
 
 from kate.llm.base import ChatModel, Completion, Message, ToolSchema, Usage
@@ -69,7 +69,7 @@ def first_call_only(completion: Completion) -> Completion:
 class GreedySampler:
     """One sample at temperature 0."""
 
-    max_tokens: int = 256
+    max_tokens: int = field(default=256, metadata={"help": "token limit of the sample"})
 
     def act(self, model: ChatModel, messages: list[Message], tools: list[ToolSchema] | None, *,
             seed: int | None = None, one_call: bool = False) -> Step:
@@ -89,12 +89,15 @@ class WidthSampler:
     Log-probabilities are requested so that vote ties break by sequence likelihood.
     """
 
-    n: int = 8
-    temperature: float = 1.0
-    aggregate: str = "valid_majority"
-    max_tokens: int = 256
-    logprobs: bool = True
-    critic_max_tokens: int = 16
+    n: int = field(default=8, metadata={"help": "samples drawn in the one request and voted over"})
+    temperature: float = field(default=1.0, metadata={"help": "temperature of the samples"})
+    aggregate: str = field(default="valid_majority", metadata={"help": (
+        "the vote: valid_majority (calls that fit the tools' schemas first) | filled_majority (and carry no "
+        "copied example placeholder) | majority | critic (the model picks)")})
+    max_tokens: int = field(default=256, metadata={"help": "token limit of each sample"})
+    logprobs: bool = field(default=True, metadata={"help": "request log-probabilities: vote ties break by sequence "
+                                                           "likelihood"})
+    critic_max_tokens: int = field(default=16, metadata={"help": "token limit of the critic's pick (aggregate=critic)"})
 
     def __post_init__(self) -> None:
         if self.aggregate not in AGGREGATORS:
@@ -146,9 +149,10 @@ class SamplesSampler:
 class DepthSampler:
     """The depth prompt appended for the request only; then ``inner`` (greedy by default) acts."""
 
-    kinds: tuple[str, ...] = ALL_KINDS
-    max_tokens: int = 256
-    inner: Sampler | None = None
+    kinds: tuple[str, ...] = field(default=ALL_KINDS, metadata={"help": "depth prompts appended: state | reflection | intent"})
+    max_tokens: int = field(default=256, metadata={"help": "token limit of the default (greedy) inner sampler"})
+    inner: Sampler | None = field(default=None, metadata={"help": "the sampler that acts on the prompted request "
+                                                                  "(a conf/sampling/ node); null: greedy"})
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "kinds", normalize_kinds(self.kinds))
