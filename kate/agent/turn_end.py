@@ -1,34 +1,25 @@
 """How a turn ends when the model does not end it: results fed back into the same call, and the
 answer the loop asks for.
 
-Measured on the own-tools task's training half (``bench/own_tools.py``): after a correct call and
-its result, the 0.5B model writes the call again (an exact repeat) or the same call with the
-result in place of an argument (``convert_currency(amount=100, ...)`` -> 92.0, then
-``convert_currency(amount=92, ...)``: the result *fed* back), until the repeat policy or the step
-cap ends the turn without an answer. Presenting the result otherwise (named in the tool message,
-or as a user message that repeats the question, or with no tools offered) gave no plain answer on
-the 7 questions tried (35 steps); an answer whose first words are given (``prefill``, e.g. "Based on
-the result, ") was a plain-text reply on 24 of 24 (``bench/turn_end_presentations.py``,
-``bench/results/turn_end_prefills.json``). So:
+After a correct call and its result, a small model often writes the call again (an exact repeat) or
+the same call with the result in place of an argument (``convert_currency(amount=100, ...)`` ->
+92.0, then ``convert_currency(amount=92, ...)``: the result *fed* back), until the repeat policy or
+the step cap ends the turn without an answer. Presenting the result otherwise does not make it
+answer; an answer whose first words are given (``prefill``, e.g. "Based on the result, ") does
+(the measurements: ``bench/results/turn_end_prefills.json`` and the own-tools results). So:
 
 * ``repeat_match="fed"`` counts a fed call as a repeat (``fed_sources``);
 * ``repeat_policy="answer"`` answers a repeat by asking for the answer, prefilled
   (``ask_answer``); ``answer_at_max_steps`` does the same once at the step cap.
 
-The 1.5B model on BFCL's multi-turn training halves ends a turn another way: it answers with the
-tool result itself (``None`` after ``mkdir``; ``<tool_response>{"error": ...}</tool_response>``), and
-every later turn of the dialogue copies that answer instead of calling (36 of its 57 training turns
-made no call; 22 answers repeat a tool result). ``echo_policy="answer"`` does not keep such a reply
-(``echoes_result``) and asks for the answer, prefilled: on the first 5 training dialogues the asked
-answer ("Based on the result, 1 function call was made.") was then copied by every later turn in its
-place, no turn changed. So an echo also counts a copy of an earlier answer, and ``echo_policy="act"``
-asks a turn that has made no call yet for a call (``ask_call``, the reply starting with the start of a
-call, ``call_prefill``); after a call it asks for the answer. On the first 2 training dialogues the
-asked calls ran (``grep``, ``edit_ticket``), and the turns after them replied with nothing at all (an
-empty text): an empty reply is no answer either (``no_answer``). On the 16 training dialogues
-(``bench/failure_table.py --arms direct_act,st_act``) ``act`` took the turns without a call from 36 to
-17 of 57 and the calls from 21 to 40; turns passed stayed 3 (4 with ST, 4 with the KATE authors'
-top-3 retrieval): the asked calls act, mostly in the wrong directory.
+In dialogues a model may instead end a turn by answering with the tool result itself (``None``
+after ``mkdir``; ``<tool_response>{"error": ...}</tool_response>``), and later turns copy that
+answer instead of calling. ``echo_policy="answer"`` does not keep such a reply (``echoes_result``)
+and asks for the answer, prefilled; since the asked answer can be copied by later turns in its
+place, an echo also counts a copy of an earlier answer. ``echo_policy="act"`` asks a turn that has
+made no call yet for a call (``ask_call``, the reply starting with the start of a call,
+``call_prefill``); after a call it asks for the answer. An empty reply is no answer either
+(``no_answer``).
 
 The answer step is greedy whatever the sampler (there is no call to vote on) and is recorded like
 any step, with the prefill it started from.
