@@ -2,9 +2,10 @@
 is an error that says what to run, never a silent skip.
 
 Tiers: a test that loads a real language model carries the ``model`` marker, so
-``-m "not slow and not model"`` is the seconds-long tier (fake models only). Tests that use the
+``-m "not slow and not model"`` (the default of ``scripts/test.sh``) is the fast tier. Tests that use the
 model fixtures below are marked here; any other test that makes a llama.cpp or transformers client
-in-process without the marker fails, naming the marker (``_real_models_carry_the_marker``)."""
+in-process without the marker fails, naming the marker (``_real_models_carry_the_marker``). A test
+that starts a model server in a subprocess carries the marker explicitly."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ import kate.llm.llamacpp  # noqa: E402  (guarded below: real models need the mar
 from kate.demo import DEMO_TOOLS  # noqa: E402
 from kate.llm.registry import DEFAULT_AGENT_MODEL, SMALL_TEST_MODEL  # noqa: E402
 
-MODEL_FIXTURES = {"small_llamacpp", "default_llamacpp", "small_hf"}
+MODEL_FIXTURES = {"small_llamacpp", "default_llamacpp", "small_hf", "kate_server"}  # kate_server: tests/test_examples.py
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

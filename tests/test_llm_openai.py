@@ -15,7 +15,7 @@ from kate.llm.registry import DEFAULT_AGENT_MODEL
 from kate.toolcall import ToolCall
 
 from .conftest import CALCULATOR
-from .fault_proxy import StubUpstream
+from kate.testing import StubUpstream
 
 MESSAGES = [{"role": "user", "content": "What is 2 + 2?"}]
 
@@ -174,6 +174,7 @@ def test_a_refusal_that_is_not_about_n_is_raised():
     assert [b["n"] for b in stub.bodies] == [2, 1] and not model.n_refused
 
 
+@pytest.mark.model
 def test_real_llamacpp_server_on_localhost():
     with start_llamacpp_server(DEFAULT_AGENT_MODEL) as server:
         model = OpenAIChatModel(server.model, base_url=server.base_url)
