@@ -187,6 +187,44 @@ def against_sequential() -> dict | None:
     }  # fmt: skip
 
 
+# BFCL-V3 leaderboard column -> the categories kate measures it by (their unweighted mean, as BFCL's
+# own summary computes it)
+PUBLISHED_COLUMNS = {
+    "non_live_simple_ast": ["simple_python", "simple_java", "simple_javascript"],
+    "non_live_multiple_ast": ["multiple"], "non_live_parallel_ast": ["parallel"],
+    "non_live_parallel_multiple_ast": ["parallel_multiple"], "live_simple_ast": ["live_simple"],
+    "live_multiple_ast": ["live_multiple"], "live_parallel_ast": ["live_parallel"],
+    "live_parallel_multiple_ast": ["live_parallel_multiple"], "irrelevance_non_live": ["irrelevance"],
+    "live_irrelevance": ["live_irrelevance"], "relevance_live": ["live_relevance"],
+    "multi_turn_base": ["multi_turn_base"],
+}  # fmt: skip
+PUBLISHED_CHECKPOINT = "2025/04/25"  # one leaderboard checkpoint, so the columns compare
+
+
+def published_table(arm: str = "direct") -> list[str]:
+    """kate's ``arm`` per leaderboard column, beside other models' published figures of one checkpoint."""
+    published = json.loads((RESULTS / "published.json").read_text())
+    models = [m for m in published["models"] if PUBLISHED_CHECKPOINT in m.get("source_date", "")]
+    summary = RESULTS / "summary.json"
+    ours = json.loads(summary.read_text()).get(arm, {}).get("per_category", {}) if summary.exists() else {}
+    head = ["BFCL-V3 column", f"kate `{arm}` here (test half, n)"] + [m["leaderboard_name"] for m in models]
+    lines = [f"## Other models' published figures (BFCL-V3 leaderboard {PUBLISHED_CHECKPOINT}; not measured by kate)",
+             "", f"Source and quotes: `bench/results/full/published.json`. kate's column is this benchmark's "
+             "default model (Qwen2.5-Coder-0.5B-Instruct, Q4_K_M, prompted by kate) on KATE's test half, not "
+             "the leaderboard's full categories; a cell is the unweighted mean of the categories named, with "
+             "their summed n. multi_turn_base counts dialogues solved.", "",
+             "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]  # fmt: skip
+    for column, categories in PUBLISHED_COLUMNS.items():
+        got = [ours[c] for c in categories if c in ours]
+        mine = "-"
+        if len(got) == len(categories):
+            mean = 100 * sum(g["accuracy"] for g in got) / len(got)
+            mine = f"{mean:.1f} (n={sum(g['n'] for g in got)}; {'+'.join(categories)})"
+        cells = [f"{m['figures'][column]:.2f}" if column in m["figures"] else "-" for m in models]
+        lines.append(f"| {column} | {mine} | " + " | ".join(cells) + " |")
+    return lines
+
+
 def write_report() -> None:
     rows = progress()
     versus = against_sequential()
@@ -212,6 +250,7 @@ def write_report() -> None:
               "Wall times are what `bench/full.py` measured per invocation, beating every minute so a stopped run keeps "
               "its time; invocations from before that clock existed are not timed, so `records they added` says how many "
               "records the seconds cover. Other work may have shared the two cores (see the commit log)."]  # fmt: skip
+    lines += ["", *published_table()]
     atomic_write_text(RESULTS / "progress.md", "\n".join(lines) + "\n")
     write_results_doc(ROOT, readme=None)  # docs/results.md embeds these reports (its headline rows do not)
 
