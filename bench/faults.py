@@ -1,4 +1,4 @@
-"""Faults survived: `kate eval llm=openai` through the fault proxy (tests/fault_proxy.py) against
+"""Faults survived: `kate eval llm=openai` through the fault proxy (kate/testing/fault_proxy.py) against
 llama-cpp-python's server, undisturbed and with every fault kind injected at a fixed rate; writes
 bench/results/faults.json.
 
@@ -190,7 +190,7 @@ def engine_batch(n_batch: int | None):
 def variant(name: str, n_batch: int | None, args: argparse.Namespace, work: Path) -> dict:
     """One engine setting: the undisturbed run, then the faulted one, on one server, compared."""
     from kate.llm.local_server import start_llamacpp_server
-    from tests.fault_proxy import FaultProxy, every, no_faults
+    from kate.testing import FaultProxy, every, no_faults
 
     expected = expected_ids(args)
     log(f"variant {name}: {len(expected)} entries")
@@ -244,7 +244,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "faults.json")
     args = parser.parse_args()
 
-    from tests.fault_proxy import FAULT_KINDS
+    from kate.testing import FAULT_KINDS
 
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
     load_before = os.getloadavg()

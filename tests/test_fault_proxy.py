@@ -1,4 +1,4 @@
-"""Faults survived: the fault proxy (tests/fault_proxy.py) between kate's OpenAI client and a stub
+"""Faults survived: the fault proxy (kate/testing/fault_proxy.py) between kate's OpenAI client and a stub
 or real upstream. Each fault kind happens and is retried through; faults beyond the retries raise
 an error naming the server, and in `kate eval` become explicit failure records that the same
 command redoes; through every fault kind a run's records equal an undisturbed run's."""
@@ -21,7 +21,7 @@ from kate.llm.openai import OpenAIChatModel, UpstreamUnavailable
 from kate.llm.registry import SMALL_TEST_MODEL
 from kate.tasks.bfcl import BFCLTask, select_entries
 
-from .fault_proxy import FAULT_KINDS, FaultProxy, StubUpstream, every, persistent, scripted, seeded
+from kate.testing import FAULT_KINDS, FaultProxy, StubUpstream, every, persistent, scripted, seeded
 
 MESSAGES = [{"role": "user", "content": "What is 2 + 2?"}]
 FORWARDED = {"drop_mid_body", "truncate"}  # the faults that reach the upstream before they strike

@@ -35,6 +35,7 @@ RANKS: dict[str, int] = {
     "kate.models_cmd": 9,
     "kate.kb_cmd": 9,
     "kate.configs": 9,
+    "kate.testing": 9,  # test doubles (fault proxy, stub upstream) for tests and benchmarks; the library never imports them
 }
 TOP_RANK = 9  # any other top-level command module kate/<name>_cmd.py
 SAME_RANK_ALLOWED: set[tuple[str, str]] = {

@@ -12,10 +12,10 @@ from kate.llm.base import EXTRA_OPTIONS, supports
 from kate.llm.local_server import start_llamacpp_server
 from kate.llm.openai import OpenAIChatModel, UpstreamError, UpstreamRejected, build_payload, parse_response
 from kate.llm.registry import DEFAULT_AGENT_MODEL
+from kate.testing import StubUpstream
 from kate.toolcall import ToolCall
 
 from .conftest import CALCULATOR
-from kate.testing import StubUpstream
 
 MESSAGES = [{"role": "user", "content": "What is 2 + 2?"}]
 

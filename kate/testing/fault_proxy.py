@@ -1,5 +1,6 @@
 """A loopback HTTP proxy that injects faults between a client and a real upstream server (a test and
-benchmark utility), and a stub OpenAI-compatible upstream to stand it in front of.
+benchmark utility; ``kate.testing.stub_upstream`` has a stub OpenAI-compatible upstream to stand it
+in front of).
 
     with FaultProxy(server.base_url, seeded(rate=0.2, seed=0), stall_seconds=31) as proxy:
         model = OpenAIChatModel(server.model, base_url=proxy.base_url, timeout=30)
@@ -25,72 +26,20 @@ from __future__ import annotations
 
 import http.client
 import json
-import random
 import socket
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlsplit
 
-FAULT_KINDS = ("http_500", "http_503", "stall", "drop", "drop_mid_body", "truncate")
+from kate.testing.schedules import FAULT_KINDS, Schedule, check_kind, every, no_faults, persistent, scripted, seeded
+
+__all__ = ["FAULT_KINDS", "FaultProxy", "Schedule", "every", "no_faults", "persistent", "scripted", "seeded"]
+
 HOP_BY_HOP = {"connection", "keep-alive", "proxy-connection", "transfer-encoding", "te", "trailer", "upgrade",
               "content-length", "host"}  # fmt: skip
-
-Schedule = Callable[[int, bytes], str | None]
-
-
-def _check_kind(kind: str | None) -> None:
-    if kind is not None and kind not in FAULT_KINDS:
-        raise ValueError(f"unknown fault kind {kind!r}; known: {FAULT_KINDS}")
-
-
-def no_faults(index: int, body: bytes) -> None:
-    return None
-
-
-def scripted(kinds: Sequence[str | None]) -> Schedule:
-    """Request ``i`` gets ``kinds[i]`` (None: pass); requests beyond the script pass."""
-    for kind in kinds:
-        _check_kind(kind)
-    script = list(kinds)
-    return lambda index, body: script[index] if index < len(script) else None
-
-
-def seeded(rate: float, seed: int = 0, kinds: Sequence[str] = FAULT_KINDS) -> Schedule:
-    """Each request independently faulted with probability ``rate``, its kind drawn uniformly from
-    ``kinds``; a function of (seed, request number) only, so a rerun draws the same schedule."""
-    for kind in kinds:
-        _check_kind(kind)
-    if not 0 <= rate <= 1:
-        raise ValueError(f"rate must be in [0, 1], got {rate!r}")
-
-    def schedule(index: int, body: bytes) -> str | None:
-        rng = random.Random(f"{seed}:{index}")
-        return rng.choice(list(kinds)) if rng.random() < rate else None
-
-    return schedule
-
-
-def every(k: int, kinds: Sequence[str] = FAULT_KINDS) -> Schedule:
-    """Every ``k``-th request faulted (requests k-1, 2k-1, ...), the kinds taken in turn: a fixed rate
-    of 1/k with each kind once in every ``k * len(kinds)`` requests, whatever the seed or the timing."""
-    for kind in kinds:
-        _check_kind(kind)
-    if k < 2:
-        raise ValueError(f"k must be at least 2 (a faulted request's retry is the next one), got {k!r}")
-    order = list(kinds)
-    return lambda index, body: order[(index // k) % len(order)] if index % k == k - 1 else None
-
-
-def persistent(kind: str, contains: str) -> Schedule:
-    """``kind`` on every request whose body contains ``contains`` (as JSON writes it), so one item's
-    requests fail through every retry while the others pass."""
-    _check_kind(kind)
-    needle = json.dumps(contains)[1:-1].encode()
-    return lambda index, body: kind if needle in body else None
 
 
 class _ProxyServer(ThreadingHTTPServer):
@@ -181,7 +130,7 @@ class FaultProxy:
             index, self._posts = self._posts, self._posts + 1
             schedule = self._schedule
         kind = schedule(index, body)
-        _check_kind(kind)
+        check_kind(kind)
         if kind is not None:
             with self._lock:
                 self.faults[kind] += 1
@@ -303,93 +252,3 @@ def _handler(proxy: FaultProxy) -> type[BaseHTTPRequestHandler]:
             self.wfile.flush()
 
     return Handler
-
-
-def chat_response(content: str, model: str = "stub", n: int = 1) -> dict[str, Any]:
-    """A chat-completions response body with ``n`` identical choices."""
-    message = {"role": "assistant", "content": content}
-    choices = [{"index": i, "message": message, "finish_reason": "stop", "logprobs": None} for i in range(n)]
-    return {"id": "stub", "object": "chat.completion", "created": 0, "model": model, "choices": choices,
-            "usage": {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5}}  # fmt: skip
-
-
-class StubUpstream:
-    """A tiny OpenAI-compatible server on 127.0.0.1: ``GET /v1/models`` and ``POST
-    /v1/chat/completions`` answered with ``answer(request body) -> content`` (default a fixed text),
-    ``n`` choices (streamed as server-sent events when the request asks); or ``refuse_n`` (400, 422) to ``n > 1``, as llama.cpp's own server does; or
-    ``refuse_all`` to every chat request. Every request body is kept in ``bodies``."""
-
-    def __init__(self, answer: Callable[[dict], str] | None = None, *, refuse_n: int | None = None,
-                 refuse_all: int | None = None) -> None:  # fmt: skip
-        self.answer = answer or (lambda body: "I have no tool to call.")
-        self.refuse_n = refuse_n  # the status answered to n > 1, or None: n is honoured
-        self.refuse_all = refuse_all  # the status answered to every chat request, or None
-        self.bodies: list[dict] = []
-        stub = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-            def _send(self, status: int, payload: dict) -> None:
-                data = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def do_GET(self) -> None:
-                self._send(200, {"object": "list", "data": [{"id": "stub", "object": "model"}]})
-
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
-                stub.bodies.append(body)
-                n = int(body.get("n") or 1)
-                refused = stub.refuse_all or (stub.refuse_n if n != 1 else None)
-                if refused:
-                    message = "Only one completion choice is allowed" if stub.refuse_n and n != 1 else "refused"
-                    self._send(refused, {"error": {"message": message, "type": "invalid_request_error", "code": refused}})
-                    return
-                if body.get("stream"):
-                    self._stream(stub.answer(body), body.get("model", "stub"))
-                else:
-                    self._send(200, chat_response(stub.answer(body), body.get("model", "stub"), n))
-
-            def _stream(self, content: str, model: str) -> None:
-                """Server-sent events, one word per chunk of a chunked response."""
-                self.send_response(200)
-                self.send_header("Content-Type", "text/event-stream")
-                self.send_header("Transfer-Encoding", "chunked")
-                self.end_headers()
-                words = [w + " " for w in content.split(" ")]
-                words[-1] = words[-1][:-1]
-                for i, word in enumerate([*words, None]):
-                    delta = {"role": "assistant", "content": word} if word is not None else {}
-                    choice = {"index": 0, "delta": delta, "finish_reason": None if word is not None else "stop"}
-                    event = {"id": "stub", "object": "chat.completion.chunk", "created": 0, "model": model, "choices": [choice]}
-                    data = b"data: " + json.dumps(event).encode() + b"\n\n"
-                    self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
-                    self.wfile.flush()
-                done = b"data: [DONE]\n\n"
-                self.wfile.write(b"%x\r\n%s\r\n0\r\n\r\n" % (len(done), done))
-                self.wfile.flush()
-
-        self._server = _ProxyServer(("127.0.0.1", 0), Handler)
-        self.port = self._server.server_address[1]
-        self._thread = threading.Thread(target=self._server.serve_forever, name=f"stub-{self.port}", daemon=True)
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1"
-
-    def __enter__(self) -> StubUpstream:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=10)
