@@ -18,13 +18,11 @@ import json
 import os
 import platform
 import statistics
-import sys
 import time
 import uuid
 from datetime import datetime, timezone
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from kate.io import atomic_write_json  # noqa: E402

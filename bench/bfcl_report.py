@@ -25,12 +25,10 @@ The two sections, computed from the records:
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from kate.eval.report import (  # noqa: E402
     comparison_report,

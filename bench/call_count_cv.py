@@ -13,14 +13,12 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from collections import Counter
 from pathlib import Path
 
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 from kate.io import atomic_write_json  # noqa: E402
 from kate.knowledge.embedder import Embedder  # noqa: E402

@@ -12,12 +12,10 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import sys
 from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 from kate.bfcl.data import SINGLE_TURN, load_entries  # noqa: E402
 from kate.eval.run_store import load_run  # noqa: E402

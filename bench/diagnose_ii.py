@@ -35,11 +35,9 @@ Diagnostics I's rungs (issue 13: bench/diagnose_i.py) are skipped here.
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "bench"))
 
 from kate_job import run_kate, stop_on_sigterm  # noqa: E402  (bench/kate_job.py)
 

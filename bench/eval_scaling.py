@@ -34,7 +34,6 @@ import platform
 import resource
 import shlex
 import subprocess
-import sys
 import tempfile
 import time
 import urllib.request
@@ -44,7 +43,6 @@ from importlib import metadata
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("VLLM_SERVER_DEV_MODE", "1")  # the server inherits it: /reset_prefix_cache
 

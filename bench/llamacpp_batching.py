@@ -15,12 +15,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 import threading
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from kate.demo import DEMO_TOOLS  # noqa: E402
 from kate.io import atomic_write_json  # noqa: E402

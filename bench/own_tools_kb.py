@@ -17,12 +17,10 @@ This is what a user does with their own tools: solved requests (by hand, or kept
 from __future__ import annotations
 
 import shutil
-import sys
 import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 from kate.envs.python_functions import PythonFunctionsEnv  # noqa: E402
 from kate.knowledge.build import BuildSpec, build_knowledge_base  # noqa: E402

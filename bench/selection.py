@@ -27,7 +27,6 @@ from typing import Any
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from kate.bfcl.data import CATEGORIES, MULTI_TURN  # noqa: E402
 from kate.io import atomic_write_json  # noqa: E402

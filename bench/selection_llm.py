@@ -18,7 +18,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from kate.agent import KnowledgeContext, Policy, StaticKnowledge  # noqa: E402
 from kate.bfcl.data import SINGLE_TURN, BFCLEntry, load_entries  # noqa: E402

@@ -24,7 +24,6 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
 
 from kate.io import atomic_write_json  # noqa: E402
 from kate.llm.registry import DEFAULT_AGENT_MODEL  # noqa: E402

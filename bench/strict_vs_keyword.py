@@ -7,11 +7,9 @@ category, beside the official checker's verdict, and every output the two disagr
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 from kate.bfcl.data import load_entries  # noqa: E402
 from kate.diagnose.keyword import compare, tool_names  # noqa: E402

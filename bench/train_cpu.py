@@ -36,12 +36,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
 
 from kate_job import run_kate, stop_on_sigterm  # noqa: E402  (bench/kate_job.py)
 

@@ -12,7 +12,6 @@ such questions (bench/results/turn_end_prefills.json: a plain-text reply in 24 o
 import json, sys, time
 from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 from kate.io import atomic_write_json
 from kate.llm.llamacpp import LlamaCppChatModel
 from kate.tasks.own_tools import OwnToolsTask, answer_holds

@@ -13,11 +13,9 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from kate.envs import PythonFunctionsEnv  # noqa: E402
 from kate.eval.report import plot_accuracy_vs_n  # noqa: E402

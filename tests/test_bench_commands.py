@@ -4,7 +4,6 @@ model loads, so an hours-long run cannot fail at its start, or at its tenth rung
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from pathlib import Path
 
@@ -15,18 +14,9 @@ from kate.cli import CONF_DIR
 from kate.diagnose_cmd import check_config
 from kate.eval.config import plain
 
+from .bench_scripts import load_bench
+
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def _bench(name: str):
-    sys.path.insert(0, str(ROOT / "bench"))
-    try:
-        spec = importlib.util.spec_from_file_location(name, ROOT / "bench" / f"{name}.py")
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        return module
-    finally:
-        sys.path.remove(str(ROOT / "bench"))
 
 
 def _calls(module, monkeypatch, argv: list[str]) -> list[list[str]]:
@@ -44,7 +34,7 @@ def _calls(module, monkeypatch, argv: list[str]) -> list[list[str]]:
     ("diagnose_ii", [], None),  # every rung (the trajectory where checkpoints are on disk), then the report
 ])  # fmt: skip
 def test_every_diagnose_call_of_the_bench_commands_composes_and_checks(script, argv, expected, monkeypatch):
-    module = _bench(script)
+    module = load_bench(script)
     calls = _calls(module, monkeypatch, argv)
     assert calls and (expected is None or len(calls) == expected)
     for args in calls:
@@ -55,7 +45,7 @@ def test_every_diagnose_call_of_the_bench_commands_composes_and_checks(script, a
 
 
 def test_diagnose_ii_leaves_the_trajectory_out_where_no_checkpoints_are(monkeypatch, tmp_path):
-    module = _bench("diagnose_ii")
+    module = load_bench("diagnose_ii")
     monkeypatch.setattr(module, "CHECKPOINTS", tmp_path)
     calls = _calls(module, monkeypatch, [])
     names = [next(a for a in args if a.startswith("name=")) for args in calls]
@@ -69,7 +59,7 @@ def test_diagnose_ii_leaves_the_trajectory_out_where_no_checkpoints_are(monkeypa
 def test_train_cpu_eval_runs_only_the_parts_named(monkeypatch):
     import types
 
-    module = _bench("train_cpu")
+    module = load_bench("train_cpu")
     seen: dict = {}
     fake = types.ModuleType("bench_train_eval")
     fake.run_arms = lambda arms, adapter, **kw: seen.update(arms=arms, adapter=adapter, **kw)
@@ -84,13 +74,13 @@ def test_train_cpu_eval_runs_only_the_parts_named(monkeypatch):
 
 
 def test_train_eval_refuses_an_unknown_part_before_any_model():
-    module = _bench("bench_train_eval")
+    module = load_bench("bench_train_eval")
     with pytest.raises(SystemExit, match="unknown part 'bfcl_multi'"):
         module.run_arms(["trained_direct"], Path("none.gguf"), own_tools_max_steps=4, parts=("bfcl_multi",))
 
 
 def test_bfcl_bench_keeps_another_models_runs_apart():
-    bfcl = _bench("bfcl")
+    bfcl = load_bench("bfcl")
     assert bfcl.places(None) == (bfcl.RUNS, bfcl.RESULTS)
     assert bfcl.places(bfcl.DEFAULT_MODEL) == (bfcl.RUNS, bfcl.RESULTS)
     runs, results = bfcl.places("qwen2.5-coder-1.5b-instruct-q4_k_m")
@@ -103,7 +93,7 @@ def test_bfcl_bench_keeps_another_models_runs_apart():
 
 
 def test_own_tools_bench_keeps_another_models_runs_apart():
-    own = _bench("own_tools")
+    own = load_bench("own_tools")
     assert own.places("test", None) == (own.RUNS["test"], own.RESULT["test"])
     assert own.places("train", own.DEFAULT_MODEL) == (own.RUNS["train"], own.RESULT["train"])
     runs, result = own.places("test", "qwen2.5-coder-1.5b-instruct-q4_k_m")
@@ -115,7 +105,7 @@ def test_own_tools_bench_keeps_another_models_runs_apart():
 
 
 def test_failure_table_keeps_another_models_train_fold_runs_apart_and_pairs_dialogues():
-    table = _bench("failure_table")
+    table = load_bench("failure_table")
     assert table.places(None) == (table.RUNS, table.RESULT)
     runs, result = table.places("qwen2.5-coder-1.5b-instruct-q4_k_m")
     assert runs == table.RUNS / "models" / "qwen2.5-coder-1.5b-instruct-q4_k_m"
@@ -132,7 +122,7 @@ def test_failure_table_keeps_another_models_train_fold_runs_apart_and_pairs_dial
 
 
 def test_the_es_arms_differ_only_in_the_base_written_from_failures():
-    table = _bench("failure_table")
+    table = load_bench("failure_table")
     shipped, failures = (table.compose_arm(arm, "qwen2.5-coder-1.5b-instruct-q4_k_m") for arm in ("es_kate_act",
                                                                                                    "es_fail_kate_act"))
     assert shipped["knowledge"]["multi_turn"]["kb"] == "bfcl_train"

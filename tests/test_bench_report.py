@@ -2,21 +2,17 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
 from kate.eval.report import comparison_report, markdown_table, summarize
 from kate.eval.run_store import RunStore
 
-ROOT = Path(__file__).resolve().parents[1]
+from .bench_scripts import load_bench
 
 
 def _bench_report():
-    spec = importlib.util.spec_from_file_location("bfcl_report", ROOT / "bench" / "bfcl_report.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_bench("bfcl_report")
 
 
 def _dialogue(i: int, turns: float, valid: bool = False, steps: list[list[dict]] | None = None) -> dict:

@@ -4,25 +4,14 @@ the untrained arm."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from .bench_scripts import load_bench
 
 
 @pytest.fixture(scope="module")
 def report():
-    sys.path.insert(0, str(ROOT / "bench"))
-    try:
-        spec = importlib.util.spec_from_file_location("bench_train_report", ROOT / "bench" / "bench_train_report.py")
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        return module
-    finally:
-        sys.path.remove(str(ROOT / "bench"))
+    return load_bench("bench_train_report")
 
 
 def single(i: int, ok: bool, category: str = "parallel") -> dict:

@@ -3,13 +3,9 @@ reply copied it (the analysis behind issue 15's next step), on hand-written reco
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
+from .bench_scripts import load_bench
 
-ROOT = Path(__file__).resolve().parents[1]
-spec = importlib.util.spec_from_file_location("copied_count", ROOT / "bench" / "copied_count.py")
-copied_count = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(copied_count)
+copied_count = load_bench("copied_count")
 
 EXAMPLE = 'Example 1: that user asked: x\n  Correct calls then:\n```json\n[{"name": "f", "arguments": {}}, {"name": "f", "arguments": {}}]\n```\n'
 

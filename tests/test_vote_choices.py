@@ -4,17 +4,13 @@ kate's own vote."""
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 from kate.llm.base import Completion
 from kate.sampling.vote import majority_vote
 from kate.toolcall import ToolCall
 
-ROOT = Path(__file__).resolve().parents[1]
-spec = importlib.util.spec_from_file_location("vote_choices", ROOT / "bench" / "vote_choices.py")
-vote_choices = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(vote_choices)
+from .bench_scripts import load_bench
+
+vote_choices = load_bench("vote_choices")
 
 
 def ls(**arguments) -> Completion:
