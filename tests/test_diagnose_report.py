@@ -7,7 +7,8 @@ import json
 
 import numpy as np
 
-from kate.diagnose.report import _plan_order_note, plot_alluvial, write_report
+from kate.diagnose.report import plot_alluvial, write_report
+from kate.diagnose.report_knowing_doing import _plan_order_note
 from kate.io import atomic_write_json
 
 
