@@ -4,7 +4,8 @@ Same folds as ``bench/selection.py`` (knowledge: train index % 4 == 0; questions
 index % 4 == 2). Only questions that receive knowledge under an arm can change, so each arm runs
 the model on exactly those, beside the direct answer, greedy, scored by BFCL's official checker.
 Per arm and category: how many received knowledge, and of those how many the knowledge fixed and
-broke.
+broke. One record per (question, arm) goes to ``<out>.records.jsonl``; a rerun resumes from it, adding
+no record twice.
 
     .venv/bin/python bench/selection_llm.py --categories simple_python multiple live_simple
 """
@@ -18,21 +19,20 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from kate.agent import KnowledgeContext, Policy, StaticKnowledge
+from kate.bfcl.data import SINGLE_TURN, BFCLEntry, load_entries
+from kate.io import append_jsonl, atomic_write_json, read_jsonl
+from kate.knowledge.bfcl_source import bfcl_trajectories
+from kate.knowledge.embedder import Embedder
+from kate.knowledge.st import st_entries
+from kate.knowledge.store import KnowledgeBase
+from kate.retrieval.config import RetrievalConfig
+from kate.retrieval.knowledge import retrieval_knowledge
+from kate.retrieval.retriever import Retriever
+from kate.sampling import GreedySampler
+from kate.tasks.bfcl import BFCLTask
 
-from kate.agent import KnowledgeContext, Policy, StaticKnowledge  # noqa: E402
-from kate.bfcl.data import SINGLE_TURN, BFCLEntry, load_entries  # noqa: E402
-from kate.io import append_jsonl, atomic_write_json  # noqa: E402
-from kate.knowledge.bfcl_source import bfcl_trajectories  # noqa: E402
-from kate.knowledge.embedder import Embedder  # noqa: E402
-from kate.knowledge.st import st_entries  # noqa: E402
-from kate.knowledge.store import KnowledgeBase  # noqa: E402
-from kate.retrieval.config import RetrievalConfig  # noqa: E402
-from kate.retrieval.knowledge import retrieval_knowledge  # noqa: E402
-from kate.retrieval.retriever import Retriever  # noqa: E402
-from kate.sampling import GreedySampler  # noqa: E402
-from kate.tasks.bfcl import BFCLTask  # noqa: E402
-
-from selection import folds  # noqa: E402  (bench/selection.py, beside this file)
+from selection import folds  # bench/selection.py, beside this file
 
 OUT = Path(__file__).resolve().parents[1] / "knowledge_bases" / "selection_llm.json"
 FILTERED = dict(filter_api_classes=True, filter_tools=True, include_no_call=False)
@@ -73,11 +73,30 @@ def run(categories: list[str], limit: int | None, model, arms: list[str], record
 
     result: dict[str, Any] = {"model": model.name, "knowledge_entries": len(entries), "top_k": 3, "threshold": 0.5,
                               "arms_described": {a: DESCRIPTION[a] for a in arms}, "arms": {}}
+    questions = {c: [e for e in load_entries(c, "train") if e.index % 4 == 2][:limit] for c in categories}
+    counts = tally(questions, arms, knowledge_of, answer, records_path)
+    result["arms"] = {arm: {cat: dict(c) for cat, c in per.items()} for arm, per in counts.items()}
+    return result
+
+
+def stored(records_path: Path) -> dict[tuple[str, str], dict[str, Any]]:
+    """The records a previous run wrote, keyed by (entry id, arm); a torn last line is dropped."""
+    if not records_path.is_file():
+        return {}
+    return {(r["id"], r["arm"]): r for r in read_jsonl(records_path)}
+
+
+def tally(questions: dict[str, list], arms: list[str], knowledge_of: dict[str, Any], answer,
+          records_path: Path) -> dict[str, dict[str, collections.Counter]]:  # fmt: skip
+    """Per arm and category, the counts over ``questions``; each (question, arm) that received knowledge
+    is answered once, its record appended to ``records_path``. A rerun resumes: a pair already recorded
+    there is counted from its record and neither answered nor appended again (the records carry no
+    model or settings: another model or setting needs another ``--out``)."""
+    done = stored(records_path)
     counts: dict[str, dict[str, collections.Counter]] = collections.defaultdict(lambda: collections.defaultdict(collections.Counter))
-    direct_cache: dict[str, bool] = {}
-    for category in categories:
-        questions = [e for e in load_entries(category, "train") if e.index % 4 == 2][:limit]
-        for entry in questions:
+    direct_cache: dict[str, bool] = {key[0]: bool(r["direct"]) for key, r in done.items()}
+    for category, entries in questions.items():
+        for entry in entries:
             for arm in arms:
                 context = KnowledgeContext("single_turn", api_classes=(), tools=tuple(entry.tools))
                 retrieved = knowledge_of[arm](str(entry.turns[0][-1]["content"]), [], context)
@@ -85,21 +104,23 @@ def run(categories: list[str], limit: int | None, model, arms: list[str], record
                 c["questions"] += 1
                 if retrieved is None:
                     continue
-                if entry.id not in direct_cache:
-                    direct_cache[entry.id] = bool(answer(entry, None)["valid"])
-                record = answer(entry, retrieved.text)
-                before, after = direct_cache[entry.id], bool(record["valid"])
+                if (entry.id, arm) in done:
+                    before, after = bool(done[entry.id, arm]["direct"]), bool(done[entry.id, arm]["with_knowledge"])
+                else:
+                    if entry.id not in direct_cache:
+                        direct_cache[entry.id] = bool(answer(entry, None)["valid"])
+                    record = answer(entry, retrieved.text)
+                    before, after = direct_cache[entry.id], bool(record["valid"])
+                    append_jsonl(records_path, {"id": entry.id, "arm": arm, "direct": before, "with_knowledge": after,
+                                                "hits": list(retrieved.hits), "calls": record["calls"],
+                                                "outputs": record.get("outputs"), "error_type": record.get("error_type")})
+                    print(f"[select] {arm[:20]} {entry.id}: direct {before} -> {after}", file=sys.stderr, flush=True)
                 c["with_knowledge"] += 1
                 c["direct_correct"] += before
                 c["knowledge_correct"] += after
                 c["fixed"] += after and not before
                 c["broken"] += before and not after
-                append_jsonl(records_path, {"id": entry.id, "arm": arm, "direct": before, "with_knowledge": after,
-                                            "hits": list(retrieved.hits), "calls": record["calls"],
-                                            "outputs": record.get("outputs"), "error_type": record.get("error_type")})
-                print(f"[select] {arm[:20]} {entry.id}: direct {before} -> {after}", file=sys.stderr, flush=True)
-    result["arms"] = {arm: {cat: dict(c) for cat, c in per.items()} for arm, per in counts.items()}
-    return result
+    return counts
 
 
 def load_categories() -> list[str]:
