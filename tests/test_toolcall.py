@@ -14,7 +14,11 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+import kate.toolcall.call_object as call_object_module
 import kate.toolcall.parse as parse_module
+import kate.toolcall.parse_python as parse_python_module
+import kate.toolcall.parse_text as parse_text_module
+import kate.toolcall.total as total_module
 from kate.toolcall import (
     NotJSONCompatible,
     Parsed,
@@ -434,7 +438,8 @@ class TestParseModelOutput:
 
 
 def test_no_eval_or_exec_in_the_readers():
-    source = inspect.getsource(parse_module)
+    modules = (parse_module, parse_text_module, parse_python_module, call_object_module, total_module)
+    source = "\n".join(inspect.getsource(m) for m in modules)
     assert not re.search(r"(?<![\w.])(eval|exec|compile)\s*\(", source)
     assert "literal_eval" in source
 
