@@ -1,4 +1,4 @@
-"""`kate diagnose`: the knowing-doing diagnostics (issue 13) on one verifiable set, one result folder
+"""`kate diagnose`: the knowing-doing diagnostics on one verifiable set, one result folder
 each under ``out_dir``, resumable (a rerun of the same command redoes only what is missing)::
 
     kate diagnose name=necessity set=arithmetic arithmetic.n=1000   # N samples per item, no tools
@@ -23,7 +23,7 @@ Necessity, breakdown, plan and gate are tasks run by kate's one runner (``necess
 (``probes/``: ``results.json``, ``items.jsonl``, ``probe.npz`` for the gate; ``pcall/results.json``).
 Without an hf client (``hf=null`` and a non-hf ``llm``) those and the gate are skipped, saying so.
 
-Diagnostics II (issue 14) run whatever the set: ``replay/`` and ``near_miss/`` (runner folders and a
+Diagnostics II run whatever the set: ``replay/`` and ``near_miss/`` (runner folders and a
 ``summary.json``), ``first_token/`` (``probe_set.jsonl``, ``results.json``; an hf client),
 ``trajectory/`` (``first_token_trajectory.jsonl`` + PNG; ``trajectory.folder``), ``keyword/summary.json``
 and ``toolsense/`` (``kate.diagnose.toolsense_run``). With ``name=all`` a rung that lacks its hf

@@ -1,4 +1,4 @@
-"""The Diagnostics II rungs of `kate diagnose` (issue 14), as methods of the job (``LadderJobs``, a
+"""The Diagnostics II rungs of `kate diagnose`, as methods of the job (``LadderJobs``, a
 base of ``kate.diagnose_cmd.Diagnosis``): verbatim replay, near-miss negatives, the first-token
 probe, the checkpoint trajectory, strict vs keyword scoring and ToolSense's tool-knowledge probes.
 Each writes its folder under the job's ``out_dir`` (see ``kate.diagnose_cmd``)."""

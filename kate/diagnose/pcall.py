@@ -4,11 +4,11 @@
 
 where "opening" is the first token of *this model's own* call format. Qwen2.5-Coder-0.5B never
 writes ``<tool_call>``: it opens a call with a bare ``{"`` or with a ```json fence, varying between
-prompts (on 8 arithmetic items, 6 and 2), so the openings are detected from the model's greedy
+prompts, so the openings are detected from the model's greedy
 calls (``detect_opening``; ``.ids()`` is every first token its calls used) or given
 (``opening_ids`` of strings such as ``"<tool_call>"``). Several opening tokens may be given; their
-probabilities add (with only the most common one, P(call) > 0.5 matched greedy calling on 6 of
-those 8 items; with both, on 8 of 8). P(call) > 0.5 exactly when an
+probabilities add (with only the most common opening, P(call) misses the calls that open with
+another). P(call) > 0.5 exactly when an
 opening token outranks every other token, i.e. when greedy decoding starts a call
 (``agreement`` measures how often that matches the greedy run's parsed calls).
 

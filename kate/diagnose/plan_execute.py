@@ -38,8 +38,8 @@ PLAN_INSTRUCTION = (
     '{"call": false, "tool": null, "arguments": {}} if you will answer without one.\n\nTools:\n'
 )
 # The same instruction with the two reply forms the other way round: the control for a model that
-# copies whichever form it was shown last (the 0.5B's plans were the no-call form, shown last, on
-# 500 of 570 BFCL entries and on every arithmetic item, while it then called on all of the latter).
+# copies whichever form it was shown last (a small model's plans can follow the form shown last
+# while it then calls anyway).
 PLAN_INSTRUCTION_NO_CALL_FIRST = (
     "Do not solve the task yet. First state your plan: will you call one of the tools below, which "
     "one, and with what arguments? Reply with exactly one JSON object and nothing else, of the form "

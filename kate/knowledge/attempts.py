@@ -1,5 +1,5 @@
 """The policy model's own attempts at training dialogues, so that ES can be written from the failures
-the model actually makes rather than from the ground truth alone (issue 15).
+the model actually makes rather than from the ground truth alone.
 
 An attempt is read from a run folder of kate's runner on the same dialogues (``records.jsonl``: one
 record per dialogue, its ``turns`` each holding the ``calls`` the model made, its ``steps`` with their

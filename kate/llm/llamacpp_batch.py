@@ -149,11 +149,10 @@ class BatchScheduler:
     def __init__(self, engine: DecodeEngine, *, min_prefill_tokens: int = 1) -> None:
         """``min_prefill_tokens``: prompt tokens decoded anew even when the prefix cache holds them,
         and the fewest in a prompt batch. 1 reuses every cached token. llama.cpp's CPU kernels
-        compute a prompt batch of under 64 tokens differently from a longer one (measured on this
-        build: logits up to ~0.8 apart), so a warm prompt with fewer new tokens than that is not
-        bit-identical to the same prompt cold, and greedy text can flip on a near-tie (6 of 8
-        tool prompts on the 135M model). 64 makes them agree (8 of 8, logprobs too) at up to 64
-        extra prompt tokens a call; a prompt shorter than that is then not kept for reuse."""
+        compute a prompt batch of under 64 tokens differently from a longer one, so a warm prompt with
+        fewer new tokens than that is not bit-identical to the same prompt cold, and greedy text can
+        flip on a near-tie. 64 makes warm and cold agree (text and logprobs) at up to 64 extra prompt
+        tokens a call; a prompt shorter than that is then not kept for reuse."""
         if not 1 <= min_prefill_tokens <= engine.n_batch:
             raise ValueError(f"min_prefill_tokens must be in 1..n_batch ({engine.n_batch}), got {min_prefill_tokens!r}")
         self.engine = engine

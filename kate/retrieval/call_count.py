@@ -2,21 +2,18 @@
 
 Why: shown an example answered with several calls in the model's own reply form (a ```json fence
 holding a list), the 0.5B model writes several calls, and it copies the example's number of calls
-whatever the request asks (BFCL's training halves, ``bench/failure_table.py``: parallel and
-parallel_multiple 0 -> 4 of 12 each with the nearest example of any kind, while 6 of 12 ``multiple``
-answers broke on a three-call example shown for a one-call request). The nearest question by
-embedding is a poor guide to the number of calls (it finds the topic: cross-validated on the base's
-single-turn entries, a request needing several calls was recognised 42-51% of the time by its
-nearest neighbour); what the number of calls follows is the request's form: how many values it
+whatever the request asks (BFCL's training halves, ``bench/failure_table.py``: a multi-call
+example fixes some ``parallel`` answers and breaks one-call ``multiple`` answers). The nearest
+question by embedding is a poor guide to the number of calls (it finds the topic, not the count;
+``bench/call_count_cv.py`` measures it); what the number of calls follows is the request's form: how many values it
 lists, joined by "and", commas, "respectively", "each".
 
 ``CallCountModel`` is a logistic regression (class-balanced, scikit-learn) on five such surface
 features of the question (``request_features``), fitted on the base's single-turn entries with at
 least one call (ST entries without API classes), labelled by whether their correct reply made
-several calls. Deterministic: the same base gives the same model. Cross-validated (5 stratified
-folds) on the shipped base's 1,251 single-turn entries (BFCL's training halves; the features were
-chosen there, nothing else was looked at): right on 78 of 100 parallel, 87 of 100 parallel_multiple,
-91 of 100 multiple, 185 of 200 simple_python and 470 of 527 live_multiple requests.
+several calls. Deterministic: the same base gives the same model. Its cross-validated accuracy per
+category on the shipped base's single-turn entries (BFCL's training halves, where the features
+were chosen) comes from ``bench/call_count_cv.py``.
 """
 
 from __future__ import annotations

@@ -21,8 +21,8 @@ a footer. Item fields: ``{n}`` (1-based), ``{question}``, ``{calls}``, ``{summar
 * ``GUARDED_PATTERN_LIST``: ``GUARDED_PATTERN`` with the calls as one ```json fence holding a list
   (the model's own form of a reply with several calls: shown so, the 0.5B model writes several; shown
   one per line, never), example functions placed on the unused offered ones, and examples that still
-  do not fit left out. (Unquoted numeric placeholders, ``typed_placeholders``, were tried on the
-  training halves and copied verbatim: 4 of 12 simple_python answers broke; not in the preset.)
+  do not fit left out. (Unquoted numeric placeholders, ``typed_placeholders``, are not in the preset: on the
+  training halves the model copied them verbatim into its answers.)
 * ``KATE``: the authors' wording (review the related experiences; you need not follow them).
 """
 

@@ -2,10 +2,10 @@
 functions, with which of their parameters; never the example's own names or values.
 
 Why: on BFCL's ``parallel`` halves the 0.5B model writes one call where several are due, in every
-arm, and an example shown as it was (its function, its values) gets copied. What it did, measured
-on the training halves (``bench/failure_table.py --arms pattern``, 12 entries per category;
-``bench/results/failure_table.md``): no fix on ``parallel`` / ``parallel_multiple`` (0 of 12 and 0
-of 12, as without it), 4 of 12 ``simple_python`` and 2 of 12 ``multiple`` answers broken. Read from
+arm, and an example shown as it was (its function, its values) gets copied. What it did on the
+training halves is in ``bench/results/failure_table.md`` (``bench/failure_table.py --arms
+pattern``): it did not fix ``parallel`` / ``parallel_multiple`` and broke some ``simple_python``
+and ``multiple`` answers. Read from
 the records: the nearest example is mostly a one-call request (so the pattern shows one call), its
 question still shows its values (copied), and the quoted placeholders (``"<a 1>"``) turn numbers
 into strings (BFCL's type errors). Kept as the measured starting point; what came of it (the list

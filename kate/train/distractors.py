@@ -1,7 +1,7 @@
 """Knowledge with distractors, for training prompts: besides what retrieval shows for the step (as
 inference shows it), a share of steps also gets examples naming functions the current tools do not
-offer, so the model learns to use only what applies (naive injection made the untrained 0.5B model
-copy foreign function names: MISSION.md section 6).
+offer, so the model learns to use only what applies (shown examples of
+other functions, an untrained model copies their names into its calls).
 
 Which steps get them is decided by a hash of (seed, item ids, request), so a rebuild picks the same.
 The distractor hits are marked ``"distractor": true`` in the recorded hits.
