@@ -16,7 +16,8 @@ from typing import Any
 
 from omegaconf import DictConfig
 
-from kate.eval.report import comparison_report, plot_accuracy_vs_n, plot_categories, seed_spread, seed_table, summarize
+from kate.eval.report import comparison_report, seed_spread, seed_table, summarize
+from kate.eval.report_plots import plot_accuracy_vs_n, plot_categories
 from kate.eval.run_store import load_run, meta_summary
 from kate.io import atomic_write_json, atomic_write_text
 

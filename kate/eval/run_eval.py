@@ -19,7 +19,8 @@ from omegaconf import DictConfig
 
 from kate.eval.arm import arm_config, build_policy, check_arm, loop_settings, run_arm
 from kate.eval.config import check_target, plain
-from kate.eval.report import markdown_table, plot_categories, seed_spread, summarize
+from kate.eval.report import markdown_table, seed_spread, summarize
+from kate.eval.report_plots import plot_categories
 from kate.io import atomic_write_json, atomic_write_text
 from kate.tasks.bfcl import BFCLTask, select_entries
 from kate.tasks.own_tools import NAME as OWN_TOOLS
