@@ -18,23 +18,19 @@ A base can grow while it is used (``kate.knowledge.learn``): writers append unde
 (an ``fcntl.flock`` on ``.<name>.lock`` beside the folder, since the folder itself is swapped), and
 ``refresh`` reloads a loaded base in place when its manifest changed on disk: one ``stat`` per call,
 no reload when nothing changed. ``view`` gives the entries and index of one generation together.
+
+The file names, the manifest's records and their readers are in ``kate.knowledge.base_format``, the
+writer lock and the folder swap in ``kate.knowledge.folder_swap`` (all importable from here too).
 """
 
 from __future__ import annotations
 
 import collections
-import ctypes
-import errno
-import fcntl
-import functools
-import hashlib
 import json
 import os
 import shutil
 import tempfile
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -44,112 +40,20 @@ import faiss
 import numpy as np
 
 from kate.io import atomic_write_json
+from kate.knowledge.base_format import (DATA_FILES, EMBEDDINGS, ENTRIES, FORMAT_VERSION, INDEX, MANIFEST,
+                                        KnowledgeBaseError, Stamp, _counts, _file_record, _read_entries,
+                                        _read_manifest, _stamp, _writers, check_embedding)  # fmt: skip
 from kate.knowledge.entries import KnowledgeEntry
+from kate.knowledge.folder_swap import _swap_in, lock_path, write_lock
 from kate.knowledge.index import IndexSpec, build_index, configure, kind_of, load_index, save_index
 
-FORMAT_VERSION = 1
-ENTRIES, EMBEDDINGS, INDEX, MANIFEST = "entries.jsonl", "embeddings.npy", "index.faiss", "manifest.json"
-DATA_FILES = (ENTRIES, EMBEDDINGS, INDEX)
+# save() looks up save_index and _swap_in here, so tests that replace store.save_index or
+# store._swap_in take effect; the format and the folder swap live in base_format and folder_swap
+__all__ = ["DATA_FILES", "EMBEDDINGS", "ENTRIES", "FORMAT_VERSION", "INDEX", "LOAD_ATTEMPTS", "MANIFEST",
+           "KnowledgeBase", "KnowledgeBaseError", "KnowledgeView", "Stamp", "check_embedding", "lock_path",
+           "write_lock"]
+
 LOAD_ATTEMPTS = 8  # a load that overlapped this many saves in a row gives up
-
-
-class KnowledgeBaseError(RuntimeError):
-    """A knowledge base that cannot be used as it is; the message names the file and the fix."""
-
-
-def _file_record(path: Path) -> dict[str, Any]:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while block := fh.read(1 << 22):
-            digest.update(block)
-    return {"sha256": digest.hexdigest(), "bytes": path.stat().st_size}
-
-
-def _counts(values) -> dict[str, int]:
-    return dict(sorted(collections.Counter(values).items()))
-
-
-def _writers(entries: list[KnowledgeEntry], known: dict[str, list[str]] | None = None) -> dict[str, list[str]]:
-    writers: dict[str, set[str]] = collections.defaultdict(set)
-    for kind, names in (known or {}).items():
-        writers[kind].update(names)
-    for entry in entries:
-        if entry.written_by:
-            writers[entry.type].add(entry.written_by)
-    return {t: sorted(ws) for t, ws in sorted(writers.items())}
-
-
-Stamp = tuple[int, int, int, int]
-
-
-def _stamp(path: Path) -> Stamp | None:
-    """What tells one saved generation from the next: the manifest file's identity (every save
-    writes a new one), or None when there is none."""
-    try:
-        st = os.stat(path / MANIFEST)
-    except OSError:
-        return None
-    return (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_size)
-
-
-def lock_path(path: str | os.PathLike[str]) -> Path:
-    """The lock file of the base at ``path``: ``.<name>.lock`` beside the folder (the folder is swapped)."""
-    path = Path(path)
-    return path.parent / f".{path.name}.lock"
-
-
-@contextmanager
-def write_lock(path: str | os.PathLike[str]) -> Iterator[Path]:
-    """Hold the base's writer lock (exclusive, across threads and processes) for the block."""
-    lock = lock_path(path)
-    lock.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield lock
-    finally:
-        os.close(fd)  # closing the descriptor releases the lock (a killed process releases it too)
-
-
-_RENAME_EXCHANGE = 2
-_AT_FDCWD = -100
-
-
-@functools.lru_cache(maxsize=1)
-def _renameat2() -> Any:
-    try:
-        function = ctypes.CDLL(None, use_errno=True).renameat2
-    except (AttributeError, OSError):
-        return None
-    function.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
-    return function
-
-
-def _exchange(a: Path, b: Path) -> bool:
-    """Swap two paths in one step (Linux ``renameat2(RENAME_EXCHANGE)``); False where unsupported."""
-    renameat2 = _renameat2()
-    if renameat2 is None:
-        return False
-    if renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
-        return True
-    code = ctypes.get_errno()
-    if code in (errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP):  # the kernel or file system cannot
-        return False
-    raise OSError(code, os.strerror(code), str(a), None, str(b))
-
-
-def _swap_in(tmp: Path, path: Path) -> None:
-    """Put the folder ``tmp`` at ``path``; the old folder (if any) is removed afterwards."""
-    if not path.exists():
-        os.replace(tmp, path)
-        return
-    if _exchange(tmp, path):
-        shutil.rmtree(tmp, ignore_errors=True)  # tmp now holds the old base
-        return
-    old = path.with_name(f".{path.name}.old-{os.getpid()}")  # no exchange: a moment without a base
-    os.replace(path, old)
-    os.replace(tmp, path)
-    shutil.rmtree(old, ignore_errors=True)
 
 
 class KnowledgeView(NamedTuple):
@@ -385,42 +289,3 @@ class KnowledgeBase:
             "per_source": {k: dict(sorted(v.items())) for k, v in sorted(sources.items())},
             "clusters": clusters,
         }
-
-
-def check_embedding(manifest: dict[str, Any], embedding: dict[str, Any], where: Path | str) -> None:
-    built = manifest["embedding"]
-    for key in ("sha256", "dim"):
-        if built.get(key) != embedding.get(key):
-            raise KnowledgeBaseError(
-                f"{where}: the base was built with embedding model {built.get('model')!r} ({key} {built.get(key)}), "
-                f"but the configured embedder is {embedding.get('model')!r} ({key} {embedding.get(key)}); "
-                "configure the same model or rebuild the base")
-
-
-def _read_manifest(path: Path) -> dict[str, Any]:
-    if not path.is_file():
-        raise KnowledgeBaseError(f"{path}: missing; not a knowledge base (or an interrupted copy)")
-    try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise KnowledgeBaseError(f"{path}: unreadable manifest ({exc})") from None
-    if not isinstance(manifest, dict):
-        raise KnowledgeBaseError(f"{path}: the manifest is not a JSON object")
-    if manifest.get("format_version") != FORMAT_VERSION:
-        raise KnowledgeBaseError(f"{path}: format_version {manifest.get('format_version')!r}, this kate reads "
-                                 f"{FORMAT_VERSION}; rebuild the knowledge base")
-    for key in ("embedding", "index", "entry_count", "files"):
-        if key not in manifest:
-            raise KnowledgeBaseError(f"{path}: the manifest lacks {key!r}")
-    return manifest
-
-
-def _read_entries(path: Path) -> list[KnowledgeEntry]:
-    entries = []
-    with open(path, encoding="utf-8") as fh:
-        for number, line in enumerate(fh, start=1):
-            try:
-                entries.append(KnowledgeEntry.from_dict(json.loads(line)))
-            except (ValueError, KeyError, TypeError) as exc:
-                raise KnowledgeBaseError(f"{path}:{number}: corrupt entry ({type(exc).__name__}: {exc})") from None
-    return entries
