@@ -24,7 +24,8 @@ from kate.llm.base import (
     Completion, EngineError, Message, TokenLogprob, ToolSchema, Usage, check_sampling_args, completion_from_text,
 )  # fmt: skip
 from kate.llm.chat_template import render_chat
-from kate.llm.llamacpp_batch import BatchScheduler, Entry, Request, SamplingParams, Sequence
+from kate.llm.llamacpp_batch import BatchScheduler
+from kate.llm.llamacpp_requests import Entry, Request, SamplingParams, Sequence
 from kate.llm.registry import MODELS, model_path, sha256_of
 
 

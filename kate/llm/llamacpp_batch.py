@@ -37,110 +37,16 @@ import threading
 import time
 from collections import deque
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-from typing import Iterator, Protocol
+from typing import Iterator
 
-import numpy as np
+from kate.llm.llamacpp_prefill import common_prefix, prompt_batches
+from kate.llm.llamacpp_requests import DecodeEngine, Entry, Request, SamplingParams, SchedulerStats, Sequence
+from kate.llm.llamacpp_sampling import advance, pick_token
 
-Entry = tuple[int, int, tuple[int, ...], bool]  # (token, position, sequence ids, wants logits)
-
-
-class DecodeEngine(Protocol):
-    """What the scheduler needs from a llama.cpp context (``LlamaCppChatModel`` provides it)."""
-
-    n_ctx: int
-    n_batch: int
-    max_parallel: int
-
-    def decode_batch(self, entries: list[Entry], *, step: bool = False) -> None: ...
-    def logits_at(self, index: int) -> np.ndarray: ...
-    def seq_rm(self, seq: int, p0: int, p1: int) -> None: ...
-    def seq_cp(self, src: int, dst: int, p0: int, p1: int) -> None: ...
-    def is_eog(self, token: int) -> bool: ...
-    def detokenize(self, tokens: list[int]) -> str: ...
-
-
-def pick_token(
-    logits: np.ndarray, temperature: float, top_p: float, rng: np.random.Generator, top_k: int = 0
-) -> tuple[int, float, tuple[tuple[int, float], ...]]:
-    """A token, its log-probability under the model's own distribution (temperature 1), and the
-    ``top_k`` most likely (token, logprob) pairs under that distribution, most likely first."""
-    shifted = logits - logits.max()
-    log_norm = np.log(np.exp(shifted, dtype=np.float64).sum())
-    if temperature <= 0:
-        token = int(np.argmax(logits))
-    else:
-        scaled = np.exp((shifted / temperature).astype(np.float64))
-        probs = scaled / scaled.sum()
-        if top_p < 1.0:
-            order = np.argsort(-probs)
-            keep = order[: int(np.searchsorted(np.cumsum(probs[order]), top_p)) + 1]
-            mask = np.zeros_like(probs)
-            mask[keep] = probs[keep]
-            probs = mask / mask.sum()
-        token = int(rng.choice(len(probs), p=probs))
-    top: tuple[tuple[int, float], ...] = ()
-    if top_k > 0:
-        k = min(top_k, len(logits))
-        ids = np.argpartition(-shifted, k - 1)[:k]
-        ids = ids[np.lexsort((ids, -shifted[ids]))]  # most likely first; ties by token id, as argmax
-        top = tuple((int(t), float(shifted[t] - log_norm)) for t in ids)
-    return token, float(shifted[token] - log_norm), top
-
-
-@dataclass(frozen=True)
-class SamplingParams:
-    """How one request samples: the same for every one of its sequences."""
-
-    temperature: float = 0.0  # 0 is greedy
-    top_p: float = 1.0  # nucleus mass kept when sampling
-    max_tokens: int = 256  # generated tokens per sequence at most
-    stop: tuple[str, ...] = ()  # strings that end a sequence (cut from its text)
-    ignore_eos: bool = False  # keep going past end-of-generation tokens
-    top_logprobs: int = 0  # most likely alternatives recorded per generated token
-
-
-@dataclass
-class Sequence:
-    """One sample of a request: its tokens, their logprobs, and why it ended."""
-
-    seq_id: int
-    tokens: list[int] = field(default_factory=list)
-    logprobs: list[float] = field(default_factory=list)
-    tops: list[tuple[tuple[int, float], ...]] = field(default_factory=list)
-    finish: str | None = None
-    text: str | None = None  # set when a stop string cut the text
-
-
-@dataclass(eq=False)
-class Request:
-    """One ``chat`` call: ``n`` samples of ``prompt``, at most ``round_size`` decoding at once."""
-
-    prompt: list[int]
-    n: int
-    round_size: int
-    params: SamplingParams
-    rng: np.random.Generator
-    sequences: list[Sequence] = field(default_factory=list)  # finished samples, in order
-    running: list[Sequence] = field(default_factory=list)  # the current round's, leader first
-    logits: dict[int, np.ndarray] = field(default_factory=dict)  # next-token logits per seq id
-    reserved: int = 0  # KV cells this round may use
-    error: BaseException | None = None
-    done: bool = False
-
-
-@dataclass
-class SchedulerStats:
-    """Counters for tests and benchmarks: evidence of what ran together."""
-
-    steps: int = 0  # decode steps
-    prefills: int = 0  # rounds admitted
-    prefill_tokens: int = 0  # prompt tokens decoded (the rest came from the prefix cache)
-    max_requests_per_step: int = 0  # most distinct requests in one decode batch
-    max_seqs_per_step: int = 0  # most sequences in one decode batch
-    prefill_seconds: float = 0.0  # wall time in prompt batches
-    step_tokens: int = 0  # tokens decoded in decode steps (one per running sequence per step)
-    step_seconds: float = 0.0  # wall time in decode steps (sampling included)
+# the request types, the sampling and the prompt's batches live in llamacpp_requests, llamacpp_sampling and
+# llamacpp_prefill; the public names are importable from here too
+__all__ = ["BatchScheduler", "DecodeEngine", "Entry", "Request", "SamplingParams", "SchedulerStats", "Sequence",
+           "pick_token"]
 
 
 class BatchScheduler:
@@ -257,7 +163,7 @@ class BatchScheduler:
         free = [s for s in range(self.engine.max_parallel) if self._owner[s] is None]
         if len(free) < width:
             return None
-        common = [_common(cached, request.prompt) for cached in self._cached]
+        common = [common_prefix(cached, request.prompt) for cached in self._cached]
         lead = max(free, key=lambda s: (common[s], -s))
         source = max(range(self.engine.max_parallel), key=lambda s: (common[s], s == lead, -s))
         if source != lead:  # a running request holds a longer prefix: share its cells, keep the free caches
@@ -287,7 +193,7 @@ class BatchScheduler:
             engine.seq_rm(s, -1, -1)
             self._cached[s] = []
         # Decode at least one token (for its logits), or min_prefill_tokens of them (see __init__).
-        common = max(0, min(_common(self._cached[source], prompt), len(prompt) - self.min_prefill_tokens))
+        common = max(0, min(common_prefix(self._cached[source], prompt), len(prompt) - self.min_prefill_tokens))
         if source != lead:
             engine.seq_cp(source, lead, 0, common)  # the cells are shared, not copied
         engine.seq_rm(lead, common, -1)
@@ -295,7 +201,7 @@ class BatchScheduler:
         for s in members:
             engine.seq_cp(lead, s, 0, common)
         seqs = (lead, *members)
-        bounds = self._chunks(len(prompt) - common)
+        bounds = prompt_batches(len(prompt) - common, engine.n_batch, self.min_prefill_tokens)
         started = time.perf_counter()
         try:
             for start, end in bounds:
@@ -320,15 +226,6 @@ class BatchScheduler:
         self.stats.prefill_tokens += len(prompt) - common
         self.stats.prefill_seconds += time.perf_counter() - started
 
-    def _chunks(self, count: int) -> list[tuple[int, int]]:
-        """Batches of at most n_batch prompt tokens; none shorter than min_prefill_tokens if it can help."""
-        size = self.engine.n_batch
-        bounds = [(start, min(start + size, count)) for start in range(0, count, size)]
-        if len(bounds) > 1 and bounds[-1][1] - bounds[-1][0] < self.min_prefill_tokens:
-            cut = count - self.min_prefill_tokens
-            bounds[-2:] = [(bounds[-2][0], cut), (cut, count)]
-        return bounds
-
     def _step(self) -> None:
         """Sample one token for every running sequence, then decode them all in one batch."""
         entries: list[Entry] = []
@@ -336,7 +233,7 @@ class BatchScheduler:
         started = time.perf_counter()
         for request in list(self._active):
             try:
-                mine = self._advance(request)
+                mine = advance(request, self.engine)
             except Exception as error:  # a bad sample fails its request alone
                 self._release(request, keep_cache=False)
                 self._complete(request, error)
@@ -361,37 +258,6 @@ class BatchScheduler:
         for request in list(self._active):
             if all(s.finish is not None for s in request.running):
                 self._end_round(request)
-
-    def _advance(self, request: Request) -> list[tuple[Entry, Sequence]]:
-        """Pick the next token of each of the request's running sequences; the entries to decode."""
-        params, out = request.params, []
-        for s in request.running:
-            if s.finish is not None:
-                continue
-            logits = request.logits[s.seq_id]
-            token, logprob, top = pick_token(logits, params.temperature, params.top_p, request.rng, params.top_logprobs)
-            if not params.ignore_eos and self.engine.is_eog(token):
-                s.finish = "stop"
-                continue
-            s.tokens.append(token)
-            s.logprobs.append(logprob)
-            if top:
-                s.tops.append(top)
-            if params.stop and self._hit_stop(s, params.stop):
-                continue
-            if len(s.tokens) >= params.max_tokens:
-                s.finish = "length"
-                continue
-            out.append(((token, len(request.prompt) + len(s.tokens) - 1, (s.seq_id,), True), s))
-        return out
-
-    def _hit_stop(self, s: Sequence, stop: tuple[str, ...]) -> bool:
-        text = self.engine.detokenize(s.tokens)
-        cuts = [text.find(x) for x in stop if x in text]
-        if not cuts:
-            return False
-        s.text, s.finish = text[: min(cuts)], "stop"
-        return True
 
     def _end_round(self, request: Request) -> None:
         self._release(request, keep_cache=True)
@@ -421,12 +287,3 @@ class BatchScheduler:
             request.error, request.done = error, True
             self._cond.notify_all()
 
-
-def _common(a: list[int], b: list[int]) -> int:
-    """Length of the common prefix of two token lists."""
-    n = 0
-    for x, y in zip(a, b):
-        if x != y:
-            break
-        n += 1
-    return n
