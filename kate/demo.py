@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from hydra.utils import instantiate
 from omegaconf import DictConfig
 
+from kate.eval.config import instantiate
 from kate.llm.base import ChatModel
 
 DEMO_TOOLS: list[dict[str, Any]] = [

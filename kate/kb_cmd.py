@@ -13,8 +13,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
+
+from kate.eval.config import instantiate
 
 ACTIONS = ("build", "query", "inspect")
 

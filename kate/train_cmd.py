@@ -9,6 +9,7 @@ from typing import Any
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
+from kate.eval.config import plain
 from kate.retrieval.config import RetrievalConfig
 from kate.retrieval.knowledge import make_knowledge
 from kate.train.config import DataConfig, GRPOJobConfig, SFTJobConfig
@@ -18,7 +19,7 @@ def typed(cfg: DictConfig | Any, schema: type) -> Any:
     """The config as its dataclass (Hydra nodes with ``_target_`` kept as plain dicts)."""
     if isinstance(cfg, schema):
         return cfg
-    merged = OmegaConf.merge(OmegaConf.structured(schema), cfg)
+    merged = OmegaConf.merge(OmegaConf.structured(schema), plain(cfg) if isinstance(cfg, DictConfig) else cfg)
     return OmegaConf.to_object(merged)
 
 

@@ -9,10 +9,10 @@ import sys
 
 import pytest
 from hydra import compose, initialize_config_dir
-from hydra.utils import instantiate
 from omegaconf import OmegaConf
 
 from kate.cli import CONF_DIR, SUBCOMMANDS
+from kate.eval.config import instantiate
 from kate.llm.base import ChatModel
 from kate.llm.registry import SMALL_TEST_MODEL
 

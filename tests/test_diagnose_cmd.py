@@ -85,8 +85,8 @@ def test_every_diagnostic_end_to_end_on_a_scripted_model(tmp_path):
     items = arithmetic_items(6, seed=0)
     beliefs = tmp_path / "beliefs.json"
     beliefs.write_text(json.dumps({item.id: b for item, b in zip(items, (0.1, 0.9, 0.4, 0.6, 0.2, 0.8))}))
-    overrides = ["llm=fake", "llm._target_=tests.test_diagnose_cmd.ScriptedArithmetic", "~llm.script",
-                 "~llm.repeat_last", "hf=null", "arithmetic.n=6", LADDER,
+    overrides = ["llm=fake", "llm._target_=tests.test_diagnose_cmd.ScriptedArithmetic", "llm.script=???",
+                 "llm.repeat_last=???", "hf=null", "arithmetic.n=6", LADDER,
                  "necessity.samples=2", "necessity.report_r=[2,1]", "necessity.cache_dir=null", "progress=false",
                  f"gate.beliefs={beliefs}", "gate.taus=[0.0,0.5,1.0]", f"out_dir={tmp_path / 'out'}"]  # fmt: skip
     REQUESTS.clear()
@@ -148,8 +148,8 @@ class TinyHF:
 
 
 def test_probes_pcall_and_the_gate_from_the_hidden_state_pass(tmp_path):
-    overrides = ["llm=fake", "llm._target_=tests.test_diagnose_cmd.ScriptedArithmetic", "~llm.script",
-                 "~llm.repeat_last", "hf._target_=tests.test_diagnose_cmd.TinyHF", "hf.model=tiny", LADDER,
+    overrides = ["llm=fake", "llm._target_=tests.test_diagnose_cmd.ScriptedArithmetic", "llm.script=???",
+                 "llm.repeat_last=???", "hf._target_=tests.test_diagnose_cmd.TinyHF", "hf.model=tiny", LADDER,
                  "arithmetic.n=20", "necessity.samples=2", "necessity.report_r=[2]",
                  "necessity.cache_dir=null", "progress=false", "probes.k=3", "probes.epochs=5",
                  "gate.taus=[0.5]", "gate.mode=hard", f"out_dir={tmp_path}"]  # fmt: skip
@@ -177,7 +177,7 @@ def test_probes_pcall_and_the_gate_from_the_hidden_state_pass(tmp_path):
 def test_the_ladder_rungs_end_to_end_on_a_talking_model(tmp_path):
     """Replay, near-miss, the first-token probe (a tiny random Llama), strict vs keyword; the
     trajectory skipped in name=all without a folder, an error when named alone; the report's sections."""
-    overrides = ["llm=fake", "llm._target_=kate.diagnose.vectrayx.talker_model", "~llm.script", "~llm.repeat_last",
+    overrides = ["llm=fake", "llm._target_=kate.diagnose.vectrayx.talker_model", "llm.script=???", "llm.repeat_last=???",
                  "hf._target_=tests.test_diagnose_cmd.TinyHF", "hf.model=tiny", "progress=false",
                  "skip=[necessity,breakdown,probes,pcall,plan,gate,toolsense]", "replay.limit=2", "near_miss.limit=2",
                  "near_miss.irrelevance_limit=2", "first_token.limit=3", f"out_dir={tmp_path}"]  # fmt: skip
@@ -201,8 +201,8 @@ def test_the_ladder_rungs_end_to_end_on_a_talking_model(tmp_path):
 
 
 def test_the_plan_order_control_runs_into_its_own_folder_and_report_section(tmp_path):
-    overrides = ["llm=fake", "llm._target_=tests.test_diagnose_cmd.ScriptedArithmetic", "~llm.script",
-                 "~llm.repeat_last", "hf=null", "arithmetic.n=4", LADDER, "necessity.samples=2",
+    overrides = ["llm=fake", "llm._target_=tests.test_diagnose_cmd.ScriptedArithmetic", "llm.script=???",
+                 "llm.repeat_last=???", "hf=null", "arithmetic.n=4", LADDER, "necessity.samples=2",
                  "necessity.report_r=[2]", "necessity.cache_dir=null", "progress=false", "name=plan",
                  f"out_dir={tmp_path}"]  # fmt: skip
     with pytest.raises((ConfigCompositionException, ValidationError)):

@@ -185,10 +185,10 @@ def test_the_gate_is_selectable_like_any_sampler_in_kate_eval(tmp_path):
     """`kate eval sampling=gate sampling.belief.probe=...`: composes, checks and builds (the hf
     model is not loaded until a gated step)."""
     from hydra import compose, initialize_config_dir
-    from hydra.utils import instantiate
 
     from kate.cli import CONF_DIR
     from kate.eval.arm import check_arm
+    from kate.eval.config import instantiate
 
     path = _probe_file(tmp_path, 2, [1], np.array([1.0, 0.0]))
     with initialize_config_dir(str(CONF_DIR), version_base="1.3"):

@@ -52,7 +52,7 @@ class ScriptedUser:
 def test_toolsense_end_to_end_on_scripted_models(tmp_path):
     save_catalogue(tmp_path / "catalogue.jsonl", catalogue(20))
     overrides = ["name=toolsense", "llm=fake", "llm._target_=tests.test_diagnose_toolsense_cmd.ScriptedUser",
-                 "~llm.script", "~llm.repeat_last", "hf._target_=tests.test_diagnose_cmd.TinyHF", "hf.model=tiny",
+                 "llm.script=???", "llm.repeat_last=???", "hf._target_=tests.test_diagnose_cmd.TinyHF", "hf.model=tiny",
                  f"toolsense.catalogue={tmp_path / 'catalogue.jsonl'}",
                  "toolsense.embedder._target_=tests.test_diagnose_toolsense.WordEmbedder",
                  "+toolsense.writer._target_=tests.test_diagnose_toolsense_cmd.ScriptedWriter",

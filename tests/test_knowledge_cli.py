@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 from hydra import compose, initialize_config_dir
-from hydra.utils import instantiate
 
 from kate.cli import CONF_DIR
+from kate.eval.config import instantiate
 from kate.knowledge.build import BuildSpec
 from kate.kb_cmd import run_kb
 from kate.knowledge.trajectory import Trajectory, TrajectoryTurn, write_trajectories

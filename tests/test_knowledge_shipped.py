@@ -89,7 +89,7 @@ def test_the_several_call_preset_reaches_a_parallel_request_and_not_a_simple_one
     from kate.tasks.bfcl import knowledge_context
 
     values = OmegaConf.to_container(OmegaConf.load(SHIPPED.parents[1] / "conf/retrieval/single_turn_multi_call.yaml"))
-    config = RetrievalConfig(**{k: v for k, v in values.items() if not k.startswith("_")})
+    config = RetrievalConfig(**{k: v for k, v in values.items() if not k.startswith("_") and k != "defaults"})
     knowledge = retrieval_knowledge(Retriever(kb, embedder(), config))
     parallel = load_entries("parallel", "test", 2)[1]  # parallel_3: protein sequences of three hemoglobins
     request = " ".join(m["content"] for m in parallel.turns[0] if m["role"] == "user")
@@ -111,7 +111,7 @@ def test_a_training_dialogue_never_retrieves_its_own_turn_through_a_sibling_vari
     from kate.tasks.bfcl import knowledge_context
 
     values = OmegaConf.to_container(OmegaConf.load(SHIPPED.parents[1] / "conf/retrieval/multi_turn_kate.yaml"))
-    retriever = Retriever(kb, embedder(), RetrievalConfig(**{k: v for k, v in values.items() if not k.startswith("_")}))
+    retriever = Retriever(kb, embedder(), RetrievalConfig(**{k: v for k, v in values.items() if not k.startswith("_") and k != "defaults"}))
     entry = load_entries("multi_turn_base", "train", 1)[0]
     context = knowledge_context(entry)
     assert set(context.exclude_ids) == {f"{c}_0" for c in ("multi_turn_base", "multi_turn_miss_func",

@@ -17,6 +17,7 @@ from kate.tasks.own_tools import OwnToolsTask
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = yaml.safe_load((ROOT / "conf" / "retrieval" / "own_tools.yaml").read_text())
+CONFIG.pop("defaults")  # the option's schema (Hydra's defaults list), not a retrieval setting
 CONFIG["root"] = str(ROOT / "knowledge_bases")
 
 

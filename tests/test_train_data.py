@@ -43,8 +43,8 @@ def built(tmp_path_factory, tokenizer):
     tmp = tmp_path_factory.mktemp("steps")
     traj = tmp / "own.jsonl"
     write_trajectories(traj, [trajectory_from_dict(TRAJECTORY)])
-    knowledge = data_knowledge({"single_turn": OmegaConf.load("conf/retrieval/single_turn.yaml"),
-                                "multi_turn": OmegaConf.load("conf/retrieval/multi_turn.yaml")})
+    nodes = {kind: OmegaConf.load(f"conf/retrieval/{kind}.yaml") for kind in ("single_turn", "multi_turn")}
+    knowledge = data_knowledge({kind: {k: v for k, v in node.items() if k != "defaults"} for kind, node in nodes.items()})
     cfg = DataConfig(model=DEFAULT_AGENT_MODEL, categories=["multi_turn_base", "multiple", "irrelevance"], limit=2,
                      trajectories=[str(traj)], own_tools_split="train", out_dir=str(tmp / "data"))
     cfg.writer.cache = str(tmp / "answers.jsonl")

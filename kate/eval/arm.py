@@ -10,11 +10,10 @@ from pathlib import Path
 from typing import Any
 
 from hydra.errors import InstantiationException
-from hydra.utils import instantiate
 
 from kate.agent.policy import Policy
 from kate.agent.settings import LoopSettings
-from kate.eval.config import check_target
+from kate.eval.config import check_target, instantiate
 from kate.eval.runner import open_run, run_task
 from kate.llm.base import ChatModel
 from kate.retrieval.knowledge import make_knowledge

@@ -3,7 +3,10 @@ with Hydra's ConfigStore by ``kate.configs``: an unknown key, a bad enum value o
 when the job starts, naming the key. Every field has help text (TRL's configs are the anchor).
 
 Model, sampler and retrieval nodes are Hydra ``_target_`` nodes (``conf/llm``, ``conf/sampling``,
-``conf/retrieval``); ``check_target`` checks their keys against the target's parameters at start.
+``conf/retrieval``), typed ``Any`` here: each group option brings its own schema (``kate.configs``),
+so a misspelt key fails at compose; ``check_target`` checks a node's keys against its target's
+parameters at start (nodes written out in an override as well). ``plain`` and ``instantiate`` leave
+out the fields an option's schema has and its YAML leaves unset, so the target's defaults apply.
 """
 
 from __future__ import annotations
@@ -149,9 +152,30 @@ class ReportConfig:
     out_dir: str = help_field("where report.md, summary.json and the plots go", "runs/report")
 
 
+def _unset_dropped(value: Any, in_target: bool = False) -> Any:
+    """``value`` without the unset (``???``) fields of ``_target_`` nodes and of the nodes inside them:
+    a parameter the config leaves unset is not passed, its target's default applies."""
+    if isinstance(value, dict):
+        in_target = in_target or "_target_" in value
+        return {k: _unset_dropped(v, in_target) for k, v in value.items() if not (in_target and v == MISSING)}
+    if isinstance(value, list):
+        return [_unset_dropped(v, in_target) for v in value]
+    return value
+
+
 def plain(cfg: DictConfig) -> dict[str, Any]:
-    """The resolved config as plain containers (enums as their names)."""
-    return OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)  # type: ignore[return-value]
+    """The resolved config as plain containers (enums as their names; the unset fields of typed
+    ``_target_`` nodes left out, so a node holds what the YAML and the overrides set)."""
+    return _unset_dropped(OmegaConf.to_container(cfg, resolve=True, enum_to_str=True))  # type: ignore[return-value]
+
+
+def instantiate(node: Any, *args: Any, **kwargs: Any) -> Any:
+    """Hydra's ``instantiate`` of a config node, its unset (``???``) fields left out (``plain``)."""
+    from hydra.utils import instantiate as hydra_instantiate
+
+    if isinstance(node, DictConfig):
+        node = plain(node)
+    return hydra_instantiate(node, *args, **kwargs)
 
 
 def _target_parameters(target: str) -> tuple[set[str] | None, str]:

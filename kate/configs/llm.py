@@ -1,0 +1,85 @@
+"""Schemas of the model clients (``conf/llm/``), one per client class. Written out rather than read
+from the classes (``target_schema``) so that composing a config imports no engine (transformers
+alone takes seconds); a test checks each against its class's parameters. Fields are unset (``???``)
+by default: what a YAML leaves out is not passed, the client's own default applies."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, List, Optional
+
+from omegaconf import MISSING
+
+from kate.configs.targets import Number
+from kate.eval.config import help_field
+
+NAME_HELP = "the model's name in records and reports; null: derived from the model (file, hash, adapter)"
+FORMATS_HELP = "call formats parsed from the text, in order (hermes, json, python, ...)"
+
+
+def unset(text: str) -> Any:
+    return help_field(text, MISSING)
+
+
+@dataclass
+class LlamaCppSchema:
+    _target_: str = help_field("the client class", "kate.llm.llamacpp.LlamaCppChatModel")
+    model: str = unset("a kate model name (`kate models list`) or a .gguf path")
+    name: Optional[str] = unset(NAME_HELP)
+    n_ctx: int = unset("context window in tokens (default 8192; Qwen2.5-Coder's full window: 32768)")
+    n_threads: Optional[int] = unset("threads of one-token decoding; null: half the cores")
+    n_threads_batch: Optional[int] = unset("threads of prefill and width-N batches; null: all cores")
+    n_threads_step: Optional[int] = unset("threads of a batched decode step; null: the engine's choice")
+    n_batch: int = unset("prompt tokens per llama.cpp batch (default 512)")
+    max_parallel: int = unset("most sequences decoded together (width N); larger N runs in rounds (default 16)")
+    min_prefill_tokens: int = unset("shortest prompt suffix prefilled on its own (default 1)")
+    chat_template: Optional[str] = unset("a Jinja chat template instead of the GGUF's own; null: the GGUF's")
+    formats: List[str] = unset(FORMATS_HELP)
+    verbose: bool = unset("llama.cpp's own load and decode logs (default false)")
+    lora: Optional[str] = unset("a llama.cpp LoRA adapter .gguf or a PEFT adapter folder (converted once to "
+                                "<folder>/adapter.gguf); null: none")
+    lora_scale: Number = unset("the adapter's strength (1.0: as trained, PEFT's lora_alpha / r)")
+
+
+@dataclass
+class HFSchema:
+    _target_: str = help_field("the client class", "kate.llm.hf.HFChatModel")
+    model: Optional[str] = unset("kate model name, .gguf path, HF folder, or hub id (needs allow_hub)")
+    name: Optional[str] = unset(NAME_HELP)
+    device: str = unset("auto | cpu | cuda | cuda:1 ...")
+    dtype: str = unset("float32 on CPU; bfloat16 / float16 on GPU")
+    allow_hub: bool = unset("may download from the hub (kate never downloads by default)")
+    formats: List[str] = unset(FORMATS_HELP)
+    merge: bool = unset("a PEFT adapter folder as `model`: merge it into the weights at load (kate.llm.lora)")
+
+
+@dataclass
+class OpenAISchema:
+    _target_: str = help_field("the client class", "kate.llm.openai.OpenAIChatModel")
+    model: str = unset("the model id the server serves")
+    base_url: Optional[str] = unset("the server's /v1 URL; null: OpenAI's")
+    api_key_env: str = unset("environment variable holding the API key (any value for local servers)")
+    name: Optional[str] = unset(NAME_HELP)
+    max_concurrency: int = unset("parallel single requests when the server ignores or refuses n > 1")
+    timeout: Number = unset("seconds per request")
+    max_retries: int = unset("retries on 429, 5xx, timeouts and dropped connections, with exponential backoff; then "
+                             "the item is an explicit failure record that the same command redoes")
+    backoff: Number = unset("seconds before the first retry, doubled each time (with up to 50% jitter)")
+    tool_choice: Any = unset('null | auto | required | {"type": "function", ...}')
+    extra_body: Any = unset("extra fields sent in every request body (a mapping); null: none")
+    formats: List[str] = unset(FORMATS_HELP)
+
+
+@dataclass
+class FakeSchema:
+    _target_: str = help_field("the client class", "kate.llm.fake.FakeChatModel")
+    script: List[Any] = unset("the answers, one per chat call: a string, or a list of n strings")
+    name: str = unset("the model's name in records")
+    repeat_last: bool = unset("repeat the last answer when the script runs out (false: the call fails)")
+    formats: List[str] = unset(FORMATS_HELP)
+    options: List[str] = unset("extra chat() keywords it claims to take (prefill: answers start with the prefill)")
+
+
+# option of conf/llm/ -> its schema (stored as llm/<option>_schema); the class each one types
+SCHEMAS = {"llamacpp": LlamaCppSchema, "hf": HFSchema, "openai": OpenAISchema, "fake": FakeSchema}
+SKIPPED = {"openai": ("client",), "fake": ("requests",)}  # parameters that take objects made in code
