@@ -1,6 +1,7 @@
 """Experiential knowledge (KATE): trajectories -> ST / ES / SIC / TIC entries -> a knowledge base
 on disk (entries, embeddings, faiss index, manifest)."""
 
+from kate.knowledge import _quiet_faiss  # noqa: F401  (first: before faiss is imported)
 from kate.knowledge.build import BuildSpec, build_knowledge_base
 from kate.knowledge.embedder import Embedder
 from kate.knowledge.entries import TYPES, KnowledgeEntry
