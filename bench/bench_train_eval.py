@@ -14,13 +14,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hydra import compose, initialize_config_dir
 from hydra.utils import instantiate
 
 from kate.cli import CONF_DIR
-from kate.eval.arm import arm_config, build_policy, loop_settings
-from kate.eval.config import plain
-from kate.eval.runner import open_run, run_task
+from kate.eval.arms import compose_arm as kate_compose_arm, run_composed
 from kate.tasks.bfcl import BFCLTask
 from kate.tasks.own_tools import OwnToolsTask
 
@@ -33,26 +30,17 @@ OWN_TOOLS_ARMS = ("untrained_direct", "trained_direct")
 
 
 def compose_arm(arm: str, adapter: Path | None, **over: object) -> dict:
-    overrides = [f"arm={ARM_CONFIG[arm]}", "llm.max_parallel=8"]
+    overrides = ["llm.max_parallel=8"]
     if adapter is not None:
         overrides.append(f"+llm.lora={adapter}")
     overrides += [f"{k}={v}" for k, v in over.items()]
-    with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
-        return plain(compose("eval", overrides=overrides))
+    return kate_compose_arm(ARM_CONFIG[arm], overrides, conf_dir=CONF_DIR)
 
 
 def bfcl_entries() -> list:
     from kate.bfcl.data import SINGLE_TURN, load_entries
 
     return [e for c in SINGLE_TURN for e in load_entries(c, "test", SINGLE)] + load_entries("multi_turn_base", "test", MULTI)
-
-
-def _run(arm: str, c: dict, model, task, folder: Path, desc: str) -> None:
-    settings = loop_settings(c)
-    policy = build_policy(model, c["sampling"], c["knowledge"], settings)
-    config = arm_config(c["llm"], c["sampling"], c["knowledge"], settings)
-    store = open_run(folder, arm=arm, task=task, policy=policy, seed=0, config=config)
-    run_task(task, policy, store, seed=0, desc=desc)
 
 
 PARTS = ("own_tools", "bfcl")
@@ -78,9 +66,9 @@ def run_arms(arms: list[str], adapter: Path, *, own_tools_max_steps: int, suffix
 
     for arm in (a for a in arms if a in OWN_TOOLS_ARMS and "own_tools" in parts):
         c = compose_arm(arm, adapter if arm.startswith("trained") else None, max_steps=own_tools_max_steps)
-        _run(arm, c, model_for(arm, c), OwnToolsTask("test"), RUNS / (arm + suffix) / "own_tools" / "seed_0",
-             f"{arm}{suffix} own_tools")
+        run_composed(c, model_for(arm, c), OwnToolsTask("test"), RUNS / (arm + suffix) / "own_tools" / "seed_0",
+                     arm=arm, desc=f"{arm}{suffix} own_tools")  # fmt: skip
     for arm in (a for a in arms if a.startswith("trained") and "bfcl" in parts):
         c = compose_arm(arm, adapter)
-        _run(arm, c, model_for(arm, c), BFCLTask(bfcl_entries(), "test"), RUNS / (arm + suffix) / "bfcl" / "seed_0",
-             f"{arm}{suffix} bfcl")
+        run_composed(c, model_for(arm, c), BFCLTask(bfcl_entries(), "test"), RUNS / (arm + suffix) / "bfcl" / "seed_0",
+                     arm=arm, desc=f"{arm}{suffix} bfcl")  # fmt: skip

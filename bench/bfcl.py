@@ -39,7 +39,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
-from hydra import compose, initialize_config_dir  # noqa: E402
 from hydra.utils import instantiate  # noqa: E402
 
 import kate.configs  # noqa: E402,F401  (the typed job schemas)
@@ -48,10 +47,10 @@ from bfcl_report import ARMS, DEFAULT_MODEL_NOTE, RESULTS, RUNS, report  # noqa:
 from kate.bfcl.data import SINGLE_TURN, load_entries  # noqa: E402
 from kate.cli import CONF_DIR  # noqa: E402
 from kate.eval.arm import arm_config, build_policy, loop_settings  # noqa: E402
-from kate.eval.config import plain  # noqa: E402
+from kate.eval.arms import compose_arm as kate_compose_arm, open_arm  # noqa: E402
 from kate.eval.revote import revote_record  # noqa: E402
 from kate.eval.run_store import fingerprint, load_run  # noqa: E402
-from kate.eval.runner import open_run, rescore_run, run_item, run_meta, run_task  # noqa: E402
+from kate.eval.runner import rescore_run, run_item, run_meta, run_task  # noqa: E402
 from kate.io import atomic_write_json  # noqa: E402
 from kate.retrieval.knowledge import VOLATILE_MANIFEST_KEYS  # noqa: E402
 from kate.tasks.bfcl import BFCLTask, task_for_records  # noqa: E402
@@ -74,8 +73,7 @@ def compose_arm(arm: str, model: str | None = None) -> dict:
     """The arm's resolved config, as `kate eval arm=<arm>` composes it (``llm.model=<model>`` when given)."""
     if arm not in ARMS:
         raise SystemExit(f"unknown arm {arm!r}; arms: {', '.join(ARMS)}")
-    with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
-        return plain(compose("eval", overrides=[f"arm={arm}", *LLM_OVERRIDES, *model_overrides(model)]))
+    return kate_compose_arm(arm, [*LLM_OVERRIDES, *model_overrides(model)], conf_dir=CONF_DIR)
 
 
 def report_of(model_name: str | None) -> dict:
@@ -95,11 +93,8 @@ def prepare(model, arm: str, single: int, multi: int, seed: int, model_name: str
     """(task, policy, store, config) of one arm and seed; the store is first filled with the re-voted
     single-turn records of REVOTED_FROM's source, when it has them."""
     c, runs = compose_arm(arm, model_name), places(model_name)[0]
-    settings = loop_settings(c)
-    policy = build_policy(model, c["sampling"], c["knowledge"], settings)
     task = BFCLTask(entries_for(arm, single, multi, categories), "test")
-    config = arm_config(c["llm"], c["sampling"], c["knowledge"], settings)
-    store = open_run(runs / arm / f"seed_{seed}", arm=arm, task=task, policy=policy, seed=seed, config=config)
+    policy, store = open_arm(c, model, task, runs / arm / f"seed_{seed}", arm=arm, seed=seed)
     if arm in REVOTED_FROM:
         revote_into(store, runs / REVOTED_FROM[arm] / f"seed_{seed}", task.items(), c["sampling"]["aggregate"])
     return task, policy, store

@@ -66,17 +66,14 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
-from hydra import compose, initialize_config_dir  # noqa: E402
 from hydra.utils import instantiate  # noqa: E402
 
 import kate.configs  # noqa: E402,F401  (the typed job schemas)
 from kate.agent.turn_end import echoes_result  # noqa: E402
 from kate.bfcl.data import SINGLE_TURN, load_entries  # noqa: E402
 from kate.cli import CONF_DIR  # noqa: E402
-from kate.eval.arm import arm_config, build_policy, loop_settings  # noqa: E402
-from kate.eval.config import plain  # noqa: E402
+from kate.eval.arms import compose_arm as kate_compose_arm, run_composed  # noqa: E402
 from kate.eval.run_store import load_run  # noqa: E402
-from kate.eval.runner import open_run, run_task  # noqa: E402
 from kate.io import atomic_write_json, atomic_write_text  # noqa: E402
 from kate.tasks.bfcl import BFCLTask  # noqa: E402
 from bench_model import DEFAULT_MODEL, model_folder, model_overrides  # noqa: E402
@@ -155,9 +152,8 @@ def places(model: str | None) -> tuple[Path, Path]:
 
 
 def compose_arm(arm: str, model: str | None = None) -> dict:
-    with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
-        return plain(compose("eval", overrides=[f"arm={ARMS[arm][0]}", f"name={arm}", "split=train", *LLM_OVERRIDES,
-                                                *ARMS[arm][1], *model_overrides(model)]))  # fmt: skip
+    overrides = [f"name={arm}", "split=train", *LLM_OVERRIDES, *ARMS[arm][1], *model_overrides(model)]
+    return kate_compose_arm(ARMS[arm][0], overrides, conf_dir=CONF_DIR)
 
 
 def run(arm: str, model, single: int, multi: int, categories: tuple[str, ...] = SINGLE_TURN,
@@ -165,12 +161,8 @@ def run(arm: str, model, single: int, multi: int, categories: tuple[str, ...] = 
     c = compose_arm(arm, model_name)
     entries = [e for cat in categories for e in load_entries(cat, "train", single)] if single else []
     entries += load_entries("multi_turn_base", "train", multi) if multi else []  # the long part last
-    settings = loop_settings(c)
-    policy = build_policy(model, c["sampling"], c["knowledge"], settings)
-    task = BFCLTask(entries, "train")
-    store = open_run(places(model_name)[0] / arm / "seed_0", arm=arm, task=task, policy=policy, seed=0,
-                     config=arm_config(c["llm"], c["sampling"], c["knowledge"], settings))  # fmt: skip
-    run_task(task, policy, store, seed=0, desc=f"{arm} (train folds)")
+    run_composed(c, model, BFCLTask(entries, "train"), places(model_name)[0] / arm / "seed_0", arm=arm,
+                 desc=f"{arm} (train folds)")  # fmt: skip
 
 
 def _value(record: dict, key: str):

@@ -95,17 +95,14 @@ def segments(args: argparse.Namespace) -> list[tuple[list[str], int]]:
 
 def eval_config(base_url: str, model: str, args: argparse.Namespace, timeout: float, out_dir: Path,
                 categories: list[str], limit: int):  # fmt: skip
-    from hydra import compose, initialize_config_dir
-
-    import kate.configs  # noqa: F401  (the typed job schemas)
-    from kate.cli import CONF_DIR
+    from kate.cli import CONF_DIR  # (importing it registers the typed job schemas)
+    from kate.eval.arms import compose_eval
 
     overrides = ["llm=openai", f"llm.model={model}", f"llm.base_url={base_url}", f"llm.timeout={timeout}",
                  f"llm.max_retries={args.max_retries}", f"llm.backoff={args.backoff}", f"max_steps={args.max_steps}",
                  f"sampling.max_tokens={args.max_tokens}", f"categories=[{','.join(categories)}]", f"limit={limit}",
                  f"out_dir={out_dir}", "name=faults"]  # fmt: skip
-    with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
-        return compose("eval", overrides=overrides)
+    return compose_eval(overrides, conf_dir=CONF_DIR)
 
 
 def expected_ids(args: argparse.Namespace) -> list[str]:

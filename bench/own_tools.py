@@ -49,13 +49,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
-from hydra import compose, initialize_config_dir  # noqa: E402
 from hydra.utils import instantiate  # noqa: E402
 
 import kate.configs  # noqa: E402,F401  (the typed job schemas)
 from kate.cli import CONF_DIR  # noqa: E402
-from kate.eval.arm import arm_config, build_policy, loop_settings, run_arm  # noqa: E402
-from kate.eval.config import plain  # noqa: E402
+from kate.eval.arms import compose_arm as kate_compose_arm, open_arm  # noqa: E402
+from kate.eval.runner import run_task  # noqa: E402
 from kate.eval.run_store import load_run  # noqa: E402
 from kate.io import atomic_write_json  # noqa: E402
 from kate.tasks.own_tools import OwnToolsTask, content_sha256, summarize  # noqa: E402
@@ -98,20 +97,16 @@ def places(split: str, model: str | None) -> tuple[Path, Path]:
 
 def compose_arm(arm: str, split: str, model_name: str | None = None) -> dict:
     sampling, loop = ARMS[arm]
-    with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
-        return plain(compose("eval", overrides=[f"sampling={sampling}", f"name={arm}", f"split={split}", *OVERRIDES,
-                                                *loop, *model_overrides(model_name)]))  # fmt: skip
+    overrides = [f"sampling={sampling}", f"name={arm}", f"split={split}", *OVERRIDES, *loop, *model_overrides(model_name)]
+    return kate_compose_arm(None, overrides, conf_dir=CONF_DIR)
 
 
 def run(arm: str, model, split: str, limit: int | None = None, model_name: str | None = None) -> float:
     c = compose_arm(arm, split, model_name)
-    settings = loop_settings(c)
-    knowledge = c.get("knowledge")
-    policy = build_policy(model, c["sampling"], knowledge, settings)
     task = OwnToolsTask(split=split, limit=limit)
-    start = time.perf_counter()
-    config = arm_config(c["llm"], c["sampling"], knowledge, settings)
-    run_arm(arm, task, policy, places(split, model_name)[0] / arm, seeds=[0], config=config)
+    policy, store = open_arm(c, model, task, places(split, model_name)[0] / arm / "seed_0", arm=arm)
+    start = time.perf_counter()  # the questions only: building the policy (knowledge, embedder) is not timed
+    run_task(task, policy, store, seed=0, desc=f"{arm} seed 0")
     return round(time.perf_counter() - start, 1)
 
 
