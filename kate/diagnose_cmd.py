@@ -47,7 +47,7 @@ from kate.agent.settings import LoopSettings
 from kate.diagnose import internals
 from kate.diagnose.breakdown import PAPER_ARITHMETIC_MISMATCH, four_way, four_way_by
 from kate.diagnose.gate import GateSweepTask, sweep_markdown, tau_sweep
-from kate.diagnose.job_setup import build_set, check_config
+from kate.diagnose_setup import build_set, check_config
 from kate.diagnose.necessity import (NecessityCache, NecessityConfig, NecessityTask, config_dict,
                                      counts_from_records, label_summary, labels_for, weights_sha256)  # fmt: skip
 from kate.diagnose.plan_execute import PLAN_INSTRUCTIONS, PlanExecuteTask, plan_execute_summary
@@ -63,7 +63,7 @@ from kate.sampling.policy import GreedySampler
 DIAGNOSTICS = ("necessity", "breakdown", "probes", "pcall", "plan", "gate", "replay", "near_miss", "first_token",
                "trajectory", "keyword", "toolsense")
 
-# build_set and check_config live in kate.diagnose.job_setup; importable from here too
+# build_set and check_config live in kate.diagnose_setup; importable from here too
 __all__ = ["DIAGNOSTICS", "Diagnosis", "build_set", "check_config", "fingerprint", "run_diagnose"]
 
 

@@ -34,6 +34,7 @@ RANKS: dict[str, int] = {
     "kate.demo": 9,
     "kate.models_cmd": 9,
     "kate.kb_cmd": 9,
+    "kate.diagnose_setup": 9,  # the set and config checks of `kate diagnose` (kate/diagnose_cmd.py)
     "kate.configs": 9,
     "kate.testing": 9,  # test doubles (fault proxy, stub upstream) for tests and benchmarks; the library never imports them
 }
