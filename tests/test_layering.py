@@ -44,6 +44,7 @@ SAME_RANK_ALLOWED: set[tuple[str, str]] = {
     ("kate.tasks", "kate.appworld"),
     ("kate.diagnose", "kate.tasks"),  # diagnostic sets solve items as kate's tasks do
     ("kate.cli", "kate.configs"),  # the CLI registers every job's schema before Hydra composes
+    ("kate.diagnose_cmd", "kate.diagnose_setup"),  # the command and its set-up, one command split in two
 }
 
 REPO = Path(__file__).resolve().parents[1]
