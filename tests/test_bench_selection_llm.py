@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from types import SimpleNamespace
 
+import pytest
+
 from .bench_scripts import load_bench
 
 selection_llm = load_bench("selection_llm")
@@ -53,8 +55,10 @@ def test_a_torn_last_line_is_answered_again_and_replaced(tmp_path):
     records = tmp_path / "r.jsonl"
     records.write_text(json.dumps({"id": "simple_python_0", "arm": "a", "direct": False, "with_knowledge": True})
                        + "\n" + '{"id": "simple_python_2", "ar')  # fmt: skip
-    assert set(selection_llm.stored(records)) == {("simple_python_0", "a")}
+    with pytest.warns(UserWarning, match="truncated last line"):
+        assert set(selection_llm.stored(records)) == {("simple_python_0", "a")}
     questions = {"simple_python": [_entry(0), _entry(2)]}
-    selection_llm.tally(questions, ["a"], {"a": _knowledge(2)}, lambda entry, k: {"valid": True, "calls": []}, records)
+    with pytest.warns(UserWarning, match="truncated last line"):
+        selection_llm.tally(questions, ["a"], {"a": _knowledge(2)}, lambda entry, k: {"valid": True, "calls": []}, records)
     assert [(r["id"], r["arm"]) for r in map(json.loads, records.read_text().splitlines())] == [
         ("simple_python_0", "a"), ("simple_python_2", "a")]
