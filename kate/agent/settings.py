@@ -42,7 +42,8 @@ def resolve_system_prompt(value: str | None) -> str | None:
     return value
 
 
-def _help(text: str) -> dict[str, str]:
+def help_meta(text: str) -> dict[str, str]:
+    """A dataclass field's metadata holding its help (``field(..., metadata=help_meta("..."))``)."""
     return {"help": text}
 
 
@@ -51,31 +52,31 @@ class LoopSettings:
     """How turns and dialogues run. Defaults are what kate's BFCL arms use; ``answering()`` is the
     Python API's default for a user's own tools."""
 
-    max_steps: int = field(default=20, metadata=_help("model steps per user turn before the turn ends (BFCL: 20)"))
-    repeat_policy: str = field(default="warn", metadata=_help(
+    max_steps: int = field(default=20, metadata=help_meta("model steps per user turn before the turn ends (BFCL: 20)"))
+    repeat_policy: str = field(default="warn", metadata=help_meta(
         "a step repeating an earlier call set of the turn: end_turn | warn (not run again, the model is told; "
         "a second repeat ends the turn) | answer (not run again; the loop asks for the answer, its reply starting "
         "with answer_prefill, and ends the turn) | off (run like any call)"))
-    repeat_match: str = field(default="exact", metadata=_help(
+    repeat_match: str = field(default="exact", metadata=help_meta(
         "what counts as a repeat: exact (the same call set) | fed (also a call to a function already called this "
         "turn whose changed arguments hold values of that call's result: the result fed back into the same call)"))
-    answer_prefill: str = field(default=ANSWER_PREFILL, metadata=_help(
+    answer_prefill: str = field(default=ANSWER_PREFILL, metadata=help_meta(
         "the text an answer the loop asks for starts with (repeat_policy=answer, answer_at_max_steps); the model "
         "client must take prefill= (llamacpp, hf, fake)"))
-    answer_at_max_steps: bool = field(default=False, metadata=_help(
+    answer_at_max_steps: bool = field(default=False, metadata=help_meta(
         "at the step cap, ask once for the answer (starting with answer_prefill) instead of ending without one"))
-    echo_policy: str = field(default="keep", metadata=_help(
+    echo_policy: str = field(default="keep", metadata=help_meta(
         "a reply without calls that is empty or writes again a tool result or an earlier answer of the dialogue "
         "(verbatim, or wrapped in <tool_response> tags): keep (it is the answer) | answer (not kept; the loop asks "
         "for the answer, starting with answer_prefill, and the turn ends) | act (not kept; a turn that has made no "
         "call yet asks for a call, its reply starting with call_prefill; a turn with calls asks for the answer)"))
-    call_prefill: str = field(default=CALL_PREFILL, metadata=_help(
+    call_prefill: str = field(default=CALL_PREFILL, metadata=help_meta(
         "the text a call the loop asks for starts with (echo_policy=act): the start of a call in the model's format"))
-    system_prompt: str | None = field(default="kate", metadata=_help(
+    system_prompt: str | None = field(default="kate", metadata=help_meta(
         "system message of a dialogue: a preset (kate), none, or the prompt's text"))
-    one_call: bool = field(default=False, metadata=_help(
+    one_call: bool = field(default=False, metadata=help_meta(
         "in turns and dialogues each step is the first call the model writes; a single step keeps every call"))
-    max_malformed: int | None = field(default=None, metadata=_help(
+    max_malformed: int | None = field(default=None, metadata=help_meta(
         "consecutive unreadable actions that end a turn; null: only the same unreadable output twice ends it"))
 
     def __post_init__(self) -> None:

@@ -11,53 +11,51 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from kate.agent.settings import help_meta
 from kate.knowledge.entries import check_types
 
 CLASS_MATCHES = ("subset", "overlap")
 
 
-def _help(text: str) -> dict[str, str]:
-    return {"help": text}
-
 
 @dataclass
 class RetrievalConfig:
-    kb: str = field(default="bfcl_train", metadata=_help("a name under root, or a path to a knowledge base folder "
+    kb: str = field(default="bfcl_train", metadata=help_meta("a name under root, or a path to a knowledge base folder "
                                                          "(bfcl_train ships)"))
-    root: str = field(default="knowledge_bases", metadata=_help("the folder knowledge base names are under"))
-    types: Sequence[str] = field(default=("ST",), metadata=_help("entry types to retrieve (ST | ES | SIC | TIC), in "
+    root: str = field(default="knowledge_bases", metadata=help_meta("the folder knowledge base names are under"))
+    types: Sequence[str] = field(default=("ST",), metadata=help_meta("entry types to retrieve (ST | ES | SIC | TIC), in "
                                                                  "tie-break priority order"))
-    top_k: int = field(default=3, metadata=_help("most entries injected"))
-    threshold: float = field(default=0.5, metadata=_help("cosine similarity an entry needs (>=)"))
-    filter_api_classes: bool = field(default=True, metadata=_help("only entries of the task's API classes "
+    top_k: int = field(default=3, metadata=help_meta("most entries injected"))
+    threshold: float = field(default=0.5, metadata=help_meta("cosine similarity an entry needs (>=)"))
+    filter_api_classes: bool = field(default=True, metadata=help_meta("only entries of the task's API classes "
                                                                   "(multi-turn, KATE)"))
-    api_class_match: str = field(default="subset", metadata=_help("subset (entry classes within the task's) | "
+    api_class_match: str = field(default="subset", metadata=help_meta("subset (entry classes within the task's) | "
                                                                   "overlap (any class shared)"))
-    filter_tools: bool = field(default=False, metadata=_help("only entries whose calls the current tools can express "
+    filter_tools: bool = field(default=False, metadata=help_meta("only entries whose calls the current tools can express "
                                                              "(single-turn)"))
-    include_no_call: bool = field(default=True, metadata=_help("entries whose correct behaviour was no call"))
-    min_task_tools: int = field(default=0, metadata=_help("retrieve only when the task offers at least this many tools"))
-    sources: Sequence[str] = field(default=(), metadata=_help("only entries from these sources (e.g. BFCL "
+    include_no_call: bool = field(default=True, metadata=help_meta("entries whose correct behaviour was no call"))
+    min_task_tools: int = field(default=0, metadata=help_meta("retrieve only when the task offers at least this many tools"))
+    sources: Sequence[str] = field(default=(), metadata=help_meta("only entries from these sources (e.g. BFCL "
                                                               "categories); empty: all"))
-    only_multi_call: bool = field(default=False, metadata=_help(
+    only_multi_call: bool = field(default=False, metadata=help_meta(
         "retrieve only for a request the base's call-count predictor says needs several calls, and only examples "
         "that made several (kate/retrieval/call_count.py); other requests get none"))
-    multi_call_p: float = field(default=0.5, metadata=_help("the predictor's probability of several calls at which "
+    multi_call_p: float = field(default=0.5, metadata=help_meta("the predictor's probability of several calls at which "
                                                             "a request counts as needing them"))
-    match_function_count: bool = field(default=False, metadata=_help(
+    match_function_count: bool = field(default=False, metadata=help_meta(
         "only entries with as many distinct functions as the request offers (tools given): the structure of a reply "
         "that uses each offered function (BFCL parallel: one function; parallel_multiple: all of them)"))
-    distinct_call_counts: bool = field(default=False, metadata=_help(
+    distinct_call_counts: bool = field(default=False, metadata=help_meta(
         "the hits made pairwise different numbers of calls (the nearest of each count): with top_k >= 2 the "
         "examples show that the number of calls follows the request"))
-    dedupe: bool = field(default=True, metadata=_help("one hit per (question, calls)"))
-    intent: Mapping[str, Any] = field(default_factory=dict, metadata=_help(
+    dedupe: bool = field(default=True, metadata=help_meta("one hit per (question, calls)"))
+    intent: Mapping[str, Any] = field(default_factory=dict, metadata=help_meta(
         "intent-level retrieval (IntentConfig's fields: enabled, types, top_k, threshold, prompt); enabled: false -> off"))
-    template: Mapping[str, Any] = field(default_factory=dict, metadata=_help(
+    template: Mapping[str, Any] = field(default_factory=dict, metadata=help_meta(
         "how hits are written into the user turn (kate.retrieval.inject.Template's fields: preset, call_format, ...)"))
-    embedder: Mapping[str, Any] = field(default_factory=dict, metadata=_help(
+    embedder: Mapping[str, Any] = field(default_factory=dict, metadata=help_meta(
         "Embedder keywords of the query side (model, query_quantization, threads)"))
-    index: Mapping[str, Any] = field(default_factory=dict, metadata=_help(
+    index: Mapping[str, Any] = field(default_factory=dict, metadata=help_meta(
         "search-time IndexSpec fields (hnsw_ef_search, ivf_nprobe)"))
 
     def __post_init__(self) -> None:

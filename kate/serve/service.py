@@ -28,7 +28,7 @@ from typing import Any
 
 from kate.agent.knowledge import KnowledgeContext
 from kate.agent.policy import Policy
-from kate.agent.settings import LoopSettings
+from kate.agent.settings import LoopSettings, help_meta
 from kate.llm.base import ChatModel
 from kate.sampling.adaptive import AdaptiveWidthSampler
 from kate.sampling.policy import GreedySampler, Sampler, SamplesSampler, WidthSampler, first_call_only
@@ -41,21 +41,18 @@ from kate.serve.response import choice_dict, completion_dict
 from kate.toolcall.format import HERMES_OPENING
 
 
-def _help(text: str) -> dict[str, str]:
-    return {"help": text}
-
 
 @dataclass(frozen=True)
 class ServeSettings:
-    width: int = field(default=8, metadata=_help("samples voted over per choice when a request names none; 1: no vote"))
-    vote: str = field(default="valid_majority", metadata=_help(
+    width: int = field(default=8, metadata=help_meta("samples voted over per choice when a request names none; 1: no vote"))
+    vote: str = field(default="valid_majority", metadata=help_meta(
         "the vote over width samples when a request names none (kate.sampling's aggregates, or adaptive)"))
-    temperature: float = field(default=1.0, metadata=_help("temperature of width samples; a request's own wins"))
-    max_tokens: int = field(default=512, metadata=_help("completion tokens when a request gives no max_tokens"))
-    call_opening: str = field(default=HERMES_OPENING, metadata=_help(
+    temperature: float = field(default=1.0, metadata=help_meta("temperature of width samples; a request's own wins"))
+    max_tokens: int = field(default=512, metadata=help_meta("completion tokens when a request gives no max_tokens"))
+    call_opening: str = field(default=HERMES_OPENING, metadata=help_meta(
         "how the engine's chat template opens a call: the prefill of a call a request forces"))
-    report: bool = field(default=True, metadata=_help("add the kate field (vote, knowledge, turn end) to responses"))
-    answer_repeats: bool = field(default=True, metadata=_help(
+    report: bool = field(default=True, metadata=help_meta("add the kate field (vote, knowledge, turn end) to responses"))
+    answer_repeats: bool = field(default=True, metadata=help_meta(
         "a chosen call that repeats or feeds back a call of the request's current turn is answered instead "
         "(kate.serve.answers); needs an engine that takes prefill="))
 
