@@ -102,16 +102,19 @@ def run_tool(name: str, arguments: str) -> dict:
 
 
 def run(client: OpenAI, model: str, question: str, *, max_steps: int = 4, max_tokens: int | None = None,
-        kate_options: dict[str, Any] | None = None) -> dict:  # fmt: skip
+        kate_options: dict[str, Any] | None = None, seed: int | None = None,
+        temperature: float | None = None) -> dict:  # fmt: skip
     """The loop. Returns a summary: every call with its arguments and result, the final answer (None
-    when the step limit came first), why it stopped, and kate's extra response field per step."""
+    when the step limit came first), why it stopped, and kate's extra response field per step.
+    ``seed`` and ``temperature`` are the standard request fields (unset: the server's own)."""
     messages: list[dict[str, Any]] = [
         {"role": "system", "content": INSTRUCTIONS},
         {"role": "user", "content": question},
     ]
     extra: dict[str, Any] = {}
-    if max_tokens is not None:
-        extra["max_tokens"] = max_tokens
+    for name, value in (("max_tokens", max_tokens), ("seed", seed), ("temperature", temperature)):
+        if value is not None:
+            extra[name] = value
     if kate_options is not None:
         extra["extra_body"] = {"kate": kate_options}
     calls: list[dict[str, Any]] = []
@@ -150,6 +153,7 @@ def _summary(model: str, question: str, calls: list, answer: str | None, stopped
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = example_arguments(__doc__.splitlines()[0])
     parser.add_argument("--kate", action="store_true", help="send KATE_OPTIONS (kate's server only)")
+    parser.add_argument("--seed", type=int, default=None, help="the request's seed (repeatable samples)")
     return parser.parse_args(argv)
 
 
@@ -161,7 +165,7 @@ def main(argv: list[str] | None = None) -> dict:
     except APIConnectionError:
         sys.exit(f"no server answers at {args.base_url} (start one: kate serve)")
     summary = run(client, model, args.question, max_steps=args.max_steps, max_tokens=args.max_tokens,
-                  kate_options=KATE_OPTIONS if args.kate else None)  # fmt: skip
+                  kate_options=KATE_OPTIONS if args.kate else None, seed=args.seed)  # fmt: skip
     if summary["kate"] and summary["kate"][-1] is not None:
         print(f"kate: {json.dumps(summary['kate'][-1])[:400]}")
     if args.json:
