@@ -42,12 +42,12 @@ ROOT = Path(__file__).resolve().parents[1]
 from hydra.utils import instantiate  # noqa: E402
 
 import kate.configs  # noqa: E402,F401  (the typed job schemas)
-from bench_model import DEFAULT_MODEL, model_folder, model_overrides  # noqa: E402
-from bfcl_report import ARMS, DEFAULT_MODEL_NOTE, RESULTS, RUNS, report  # noqa: E402
+from kate.eval.model_folders import DEFAULT_MODEL, model_folder, model_overrides  # noqa: E402
 from kate.bfcl.data import SINGLE_TURN, load_entries  # noqa: E402
 from kate.cli import CONF_DIR  # noqa: E402
 from kate.eval.arm import arm_config, build_policy, loop_settings  # noqa: E402
 from kate.eval.arms import compose_arm as kate_compose_arm, open_arm  # noqa: E402
+from kate.eval.bfcl_report import ARMS, DEFAULT_MODEL_NOTE, report  # noqa: E402
 from kate.eval.revote import revote_record  # noqa: E402
 from kate.eval.run_store import fingerprint, load_run  # noqa: E402
 from kate.eval.runner import rescore_run, run_item, run_meta, run_task  # noqa: E402
@@ -55,6 +55,7 @@ from kate.io import atomic_write_json  # noqa: E402
 from kate.retrieval.knowledge import VOLATILE_MANIFEST_KEYS  # noqa: E402
 from kate.tasks.bfcl import BFCLTask, task_for_records  # noqa: E402
 
+RUNS, RESULTS = ROOT / "bench" / "runs", ROOT / "bench" / "results"
 LLM_OVERRIDES = ["llm.max_parallel=8"]  # what every committed arm ran with (width 8 in one round)
 MULTI_ONLY = {"es", "sic", "tic"}  # ES / SIC / TIC were written for the multi-turn training halves only
 # Single-turn records of these arms are the source arm's stored samples voted again with the arm's

@@ -76,7 +76,7 @@ from kate.eval.arms import compose_arm as kate_compose_arm, run_composed  # noqa
 from kate.eval.run_store import load_run  # noqa: E402
 from kate.io import atomic_write_json, atomic_write_text  # noqa: E402
 from kate.tasks.bfcl import BFCLTask  # noqa: E402
-from bench_model import DEFAULT_MODEL, model_folder, model_overrides  # noqa: E402
+from kate.eval.model_folders import DEFAULT_MODEL, model_folder, model_overrides  # noqa: E402
 
 RUNS = ROOT / "bench" / "runs" / "train_folds"
 RESULT = ROOT / "bench" / "results" / "failure_table"

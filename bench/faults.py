@@ -51,7 +51,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from bench_model import DEFAULT_MODEL  # noqa: E402
+from kate.eval.model_folders import DEFAULT_MODEL  # noqa: E402
 from kate.io import atomic_write_json  # noqa: E402
 
 DEFAULT_SINGLE = ("simple_python", "multiple", "irrelevance")

@@ -58,7 +58,7 @@ from kate.eval.runner import run_task  # noqa: E402
 from kate.eval.run_store import load_run  # noqa: E402
 from kate.io import atomic_write_json  # noqa: E402
 from kate.tasks.own_tools import OwnToolsTask, content_sha256, summarize  # noqa: E402
-from bench_model import DEFAULT_MODEL, is_default, model_folder, model_overrides  # noqa: E402
+from kate.eval.model_folders import DEFAULT_MODEL, is_default, model_folder, model_overrides  # noqa: E402
 
 TURN_END = ["repeat_policy=answer", "repeat_match=fed", "answer_at_max_steps=true"]
 ARMS = {"direct": ("greedy", []), "w8v": ("width", []), "direct_answer": ("greedy", TURN_END),

@@ -16,51 +16,16 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections import defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
-from bench_model import model_folder  # noqa: E402
+from kate.eval.model_folders import model_folder  # noqa: E402
 from kate.eval.run_store import load_run  # noqa: E402
+from kate.eval.vote_choices import count  # noqa: E402
 from kate.io import atomic_write_json  # noqa: E402
 
 RUNS, RESULTS = ROOT / "bench" / "runs", ROOT / "bench" / "results"
-
-
-def pooled_no_call(vote: dict) -> tuple[bool, bool]:
-    """(chose no call, chose no call although the valid call samples together outnumbered the no-call ones)."""
-    if vote["chosen"]["kind"] != "no_call":
-        return False, False
-    candidates = vote["candidates"]
-    calls = sum(c["votes"] for c in candidates if c["kind"] == "call" and c.get("valid", True))
-    no_call = sum(c["votes"] for c in candidates if c["kind"] == "no_call")
-    return True, calls > no_call
-
-
-def voted_steps(record: dict) -> list[dict]:
-    """The votes of a record: one for a single-turn entry, one per step of a dialogue."""
-    if record["category"].startswith("multi_turn"):
-        return [s["vote"] for t in record.get("turns") or [] for s in t.get("steps") or [] if s.get("vote")]
-    return [record["vote"]] if record.get("vote") else []
-
-
-def count(records: list[dict]) -> dict[str, dict]:
-    table: dict[str, dict] = defaultdict(lambda: {"records": 0, "steps": 0, "no_call": 0, "pooled": 0,
-                                                  "pooled_right": 0, "turns": 0, "turns_without_call": 0})
-    for record in records:
-        row = table[record["category"]]
-        row["records"] += 1
-        for vote in voted_steps(record):
-            chose, pooled = pooled_no_call(vote)
-            row["steps"] += 1
-            row["no_call"] += chose
-            row["pooled"] += pooled
-            row["pooled_right"] += pooled and not record["category"].startswith("multi_turn") and bool(record["valid"])
-        for turn in record.get("turns") or []:
-            row["turns"] += 1
-            row["turns_without_call"] += not turn.get("calls")
-    return dict(sorted(table.items()))
 
 
 def main() -> None:

@@ -1,18 +1,13 @@
-"""bench/bfcl_report.py: the benchmark report from stored records only (small synthetic records)."""
+"""kate.eval.bfcl_report (bench/bfcl_report.py): the benchmark report from stored records only (small synthetic records)."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
+from kate.eval import bfcl_report
 from kate.eval.report import comparison_report, markdown_table, summarize
 from kate.eval.run_store import RunStore
-
-from .bench_scripts import load_bench
-
-
-def _bench_report():
-    return load_bench("bfcl_report")
 
 
 def _dialogue(i: int, turns: float, valid: bool = False, steps: list[list[dict]] | None = None) -> dict:
@@ -61,11 +56,10 @@ def test_comparison_report_says_on_how_many_common_entries():
 
 
 def test_common_dialogues_compares_the_arms_on_the_dialogues_all_finished():
-    module = _bench_report()
     runs = {"direct": [_dialogue(1, 0.0), _dialogue(3, 0.5), _dialogue(5, 0.25), _dialogue(7, 1.0)],
             "st_w8": [_dialogue(1, 0.5), _dialogue(3, 0.5), _dialogue(5, 0.0)],
             "st_w8v": [_dialogue(1, 0.25), _dialogue(3, 0.75), _dialogue(5, 0.0), _single(1, True)]}  # fmt: skip
-    common = module.common_dialogues(runs)
+    common = bfcl_report.common_dialogues(runs)
     assert common["n"] == 3 and common["ids"] == ["multi_turn_base_1", "multi_turn_base_3", "multi_turn_base_5"]
     assert common["dialogues_run"] == {"direct": 4, "st_w8": 3, "st_w8v": 3}
     assert common["per_arm"]["direct"]["turn_fraction"] == 0.25
@@ -76,7 +70,6 @@ def test_common_dialogues_compares_the_arms_on_the_dialogues_all_finished():
 
 
 def test_schema_fit_counts_unfit_choices_and_fitting_alternatives():
-    module = _bench_report()
     steps = [
         _step(_candidate(BAD, 3), [_candidate(GOOD)]),  # unfit, a call alternative fits
         _step(_candidate(UNKNOWN, 2), [_candidate([])]),  # unfit, only "no call" fits
@@ -86,7 +79,7 @@ def test_schema_fit_counts_unfit_choices_and_fitting_alternatives():
         _step(_candidate(BAD, 3), [_candidate(GOOD)], executed=False),  # a repeat, not executed
         {"executed": True, "calls": GOOD, "vote": None},  # greedy step: not voted
     ]
-    fit = module.schema_fit([_dialogue(1, 0.0, steps=[steps[:4], steps[4:]]), _single(1, True)], lambda i, t: TOOLS)
+    fit = bfcl_report.schema_fit([_dialogue(1, 0.0, steps=[steps[:4], steps[4:]]), _single(1, True)], lambda i, t: TOOLS)
     assert fit["dialogues"] == 1
     assert fit["all_steps"] == {"voted": 6, "chosen_unfit": 4, "alternative_fits": 3, "call_alternative_fits": 2}
     assert fit["executed_steps"] == {"voted": 5, "chosen_unfit": 3, "alternative_fits": 2, "call_alternative_fits": 1}
@@ -95,10 +88,9 @@ def test_schema_fit_counts_unfit_choices_and_fitting_alternatives():
 
 
 def test_valid_flags_agree_recomputes_the_votes_own_test():
-    module = _bench_report()
     chosen = {**_candidate(GOOD), "valid": True}
     step = _step(chosen, [{**_candidate(BAD), "valid": False}, {**_candidate(UNKNOWN), "valid": True}])
-    check = module.valid_flags_agree([_dialogue(1, 0.0, steps=[[step]])], lambda i, t: TOOLS)
+    check = bfcl_report.valid_flags_agree([_dialogue(1, 0.0, steps=[[step]])], lambda i, t: TOOLS)
     assert check == {"candidates_checked": 3, "disagree": 1}
 
 
@@ -111,13 +103,12 @@ def _store(runs_dir: Path, arm: str, records: list[dict]) -> None:
 
 
 def test_report_writes_the_table_and_the_common_figures_from_records(tmp_path):
-    module = _bench_report()
     runs_dir, results = tmp_path / "runs", tmp_path / "results"
     unfit = [[_step(_candidate(BAD, 3), [_candidate(GOOD)])]]
     _store(runs_dir, "direct", [_single(1, True), _dialogue(1, 0.0), _dialogue(3, 0.5), _dialogue(5, 0.0)])
     _store(runs_dir, "st_w8", [_single(1, True), _dialogue(1, 0.5, steps=unfit), _dialogue(3, 0.5), _dialogue(5, 0.5)])
     _store(runs_dir, "st_w8v", [_single(1, False), _dialogue(1, 0.5), _dialogue(3, 1.0, valid=True)])
-    common = module.report(runs_dir, results, tools_at=lambda i, t: TOOLS)
+    common = bfcl_report.report(runs_dir, results, tools_at=lambda i, t: TOOLS)
     assert common["common_dialogues"]["n"] == 2
     assert common["schema_fit"]["all_steps"]["chosen_unfit"] == 1
     text = (results / "bfcl_report.md").read_text()

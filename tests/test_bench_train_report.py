@@ -1,17 +1,17 @@
-"""bench/bench_train_report.py's tables on hand-written records: each category over the entries the arms
-that ran it share (an arm without the category gets no cell), and multi-turn dialogues paired against
-the untrained arm."""
+"""kate.eval.slice_tables (the tables of bench/bench_train_report.py) on hand-written records: each
+category over the entries the arms that ran it share (an arm without the category gets no cell), and
+multi-turn dialogues paired against the untrained arm."""
 
 from __future__ import annotations
 
 import pytest
 
-from .bench_scripts import load_bench
+from kate.eval import slice_tables
 
 
 @pytest.fixture(scope="module")
 def report():
-    return load_bench("bench_train_report")
+    return slice_tables
 
 
 def single(i: int, ok: bool, category: str = "parallel") -> dict:

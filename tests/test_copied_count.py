@@ -1,11 +1,9 @@
-"""bench/copied_count.py reads the example's call count from the injected knowledge and tallies whether the
+"""kate.eval.copied_count reads the example's call count from the injected knowledge and tallies whether the
 reply copied it (the analysis behind issue 15's next step), on hand-written records."""
 
 from __future__ import annotations
 
-from .bench_scripts import load_bench
-
-copied_count = load_bench("copied_count")
+from kate.eval import copied_count
 
 EXAMPLE = 'Example 1: that user asked: x\n  Correct calls then:\n```json\n[{"name": "f", "arguments": {}}, {"name": "f", "arguments": {}}]\n```\n'
 

@@ -1,16 +1,13 @@
-"""bench/vote_choices.py counts the votes that chose no call although the call samples together outnumbered
+"""kate.eval.vote_choices counts the votes that chose no call although the call samples together outnumbered
 the no-call ones (no-call samples pool into one candidate, calls split by arguments), on votes made by
 kate's own vote."""
 
 from __future__ import annotations
 
+from kate.eval import vote_choices
 from kate.llm.base import Completion
 from kate.sampling.vote import majority_vote
 from kate.toolcall import ToolCall
-
-from .bench_scripts import load_bench
-
-vote_choices = load_bench("vote_choices")
 
 
 def ls(**arguments) -> Completion:

@@ -1,7 +1,7 @@
-"""Which model a benchmark script runs, and where another model's runs and results go: the default
-model's stay where they always were, another model's under a ``models/<name>/`` folder of the same
-place, so that two models' records never share a run folder (bench/bfcl.py, bench/failure_table.py,
-bench/own_tools.py, bench/faults.py)."""
+"""Which model a benchmark runs, and where another model's runs and results go: the default model's
+stay where they always were, another model's under a ``models/<name>/`` folder of the same place, so that
+two models' records never share a run folder (bench/bfcl.py, bench/failure_table.py, bench/own_tools.py,
+bench/faults.py, bench/vote_choices.py)."""
 
 from __future__ import annotations
 
