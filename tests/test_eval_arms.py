@@ -57,3 +57,15 @@ def test_a_folder_of_another_configuration_is_refused(tmp_path):
     other = compose_arm("direct", ["llm=fake", "max_steps=3"], conf_dir=CONF_DIR)
     with pytest.raises(RunMismatch):
         open_arm(other, instantiate(other["llm"]), task, tmp_path, arm="direct")
+
+
+def test_the_cache_size_is_not_fingerprinted_and_the_rest_of_the_llm_is():
+    c = compose_arm("direct", [], conf_dir=CONF_DIR)  # the default llama.cpp client, not loaded
+    settings = loop_settings(c)
+
+    def fingerprinted(**llm) -> dict:
+        return arm_config({**c["llm"], **llm}, c["sampling"], c["knowledge"], settings)["llm"]
+
+    assert "kv_cells" in c["llm"] and "kv_cells" not in fingerprinted()
+    assert fingerprinted(kv_cells=131072) == fingerprinted()  # a larger cache resumes the same run
+    assert fingerprinted(n_ctx=4096) != fingerprinted()

@@ -7,7 +7,7 @@ import pytest
 from kate.llm.base import ChatModel
 from kate.toolcall import ToolCall
 
-from .conftest import CALCULATOR
+from .conftest import CALCULATOR, SMALL_TEST_MODEL
 
 HELLO = [{"role": "user", "content": "Say hello to Ada in one short sentence."}]
 
@@ -58,6 +58,24 @@ def test_stop_strings_cut_the_text(small_llamacpp):
 def test_prompt_too_long_is_a_clear_error(small_llamacpp):
     with pytest.raises(ValueError, match="exceeds n_ctx"):
         small_llamacpp.chat([{"role": "user", "content": "word " * 3000}], max_tokens=8)
+
+
+def test_usage_counts_the_prompt_tokens_the_prefix_cache_held(small_llamacpp):
+    history = [{"role": "user", "content": "Name three colours."}]
+    [first] = small_llamacpp.chat(history, max_tokens=8)
+    history += [{"role": "assistant", "content": first.text}, {"role": "user", "content": "And three more?"}]
+    [second] = small_llamacpp.chat(history, max_tokens=8)
+    # the first call's prompt is the second's prefix (its cells were kept), the rest is new
+    assert 0 < second.usage.cached_tokens < second.usage.prompt_tokens
+    assert first.usage.cached_tokens <= first.usage.prompt_tokens
+
+
+@pytest.mark.model
+def test_kv_cells_below_the_window_is_a_clear_error():
+    from kate.llm.llamacpp import LlamaCppChatModel
+
+    with pytest.raises(ValueError, match="kv_cells"):
+        LlamaCppChatModel(SMALL_TEST_MODEL, n_ctx=2048, kv_cells=1024)
 
 
 def test_tools_without_template_support_are_prompted(small_llamacpp):
@@ -122,3 +140,21 @@ def test_a_sampled_token_is_among_the_alternatives_when_it_is_likely_enough(smal
             assert len(t.top) == 3 and t.logprob <= t.top[0][1]
             if t.logprob > t.top[-1][1]:
                 assert (t.token, t.logprob) in t.top
+
+
+def test_the_log_drops_the_cache_size_warning_and_keeps_the_rest(capsys):
+    from llama_cpp import _logger
+
+    from kate.llm import llamacpp_log
+
+    llamacpp_log.quiet_cache_warning()
+    [callback] = llamacpp_log._installed
+    level = _logger.logger.level
+    _logger.set_verbose(False)  # errors only, as kate loads models
+    try:
+        callback(3, b"llama_context: n_ctx_seq (65536) > n_ctx_train (32768) -- possible training context overflow\n", None)
+        callback(3, b"llama_model_load: error loading model\n", None)
+    finally:
+        _logger.logger.setLevel(level)
+    err = capsys.readouterr().err
+    assert "n_ctx_train" not in err and "error loading model" in err

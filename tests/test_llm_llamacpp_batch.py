@@ -25,6 +25,7 @@ class FakeEngine:
 
     def __init__(self, max_parallel: int = 4, n_ctx: int = 512, n_batch: int = 8) -> None:
         self.max_parallel, self.n_ctx, self.n_batch = max_parallel, n_ctx, n_batch
+        self.kv_cells = n_ctx
         self.kv: dict[int, list[int]] = {s: [] for s in range(max_parallel)}
         self._logits: list[np.ndarray] = []
         self.batch_sizes: list[int] = []
@@ -190,6 +191,23 @@ def test_idle_caches_give_way_when_the_cells_are_needed():
     alone = answers(BatchScheduler(FakeEngine()), request(big, max_tokens=16))
     assert answers(scheduler, request(big, max_tokens=16)) == alone
     assert scheduler.engine.peak_cells <= 40
+
+
+def test_loops_taking_turns_keep_their_caches_only_when_the_cells_hold_both_histories():
+    a, b = list(range(40, 60)), list(range(60, 80))  # two agent loops' histories, 20 tokens each
+
+    def cached_after_two_rounds(kv_cells: int) -> list[int | None]:
+        engine = FakeEngine(n_ctx=64)
+        engine.kv_cells = kv_cells
+        scheduler, seen = BatchScheduler(engine), []
+        for prompt in (a, b, a + [1, 2], b + [3]):  # each loop's next step extends its own history
+            req = request(prompt, max_tokens=4)
+            answers(scheduler, req)
+            seen.append(req.cached)
+        return seen
+
+    assert cached_after_two_rounds(64) == [0, 0, 20, 20]  # both histories fit: each step reuses its own
+    assert cached_after_two_rounds(40) == [0, 0, 0, 0]  # room for one: each evicts the other's, all prefilled
 
 
 def test_top_k_is_sorted_and_led_by_the_greedy_token():

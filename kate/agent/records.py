@@ -14,11 +14,13 @@ END_REASONS = ("answer", "max_steps", "repeat", "malformed", "finished")
 
 
 def usage_dict(usage: Usage) -> dict[str, int]:
-    return {"prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens}
+    return {"prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens,
+            "cached_tokens": usage.cached_tokens}  # fmt: skip
 
 
 def add_usage(a: Usage, b: Usage) -> Usage:
-    return Usage(a.prompt_tokens + b.prompt_tokens, a.completion_tokens + b.completion_tokens)
+    return Usage(a.prompt_tokens + b.prompt_tokens, a.completion_tokens + b.completion_tokens,
+                 a.cached_tokens + b.cached_tokens)  # fmt: skip
 
 
 @dataclass(frozen=True)

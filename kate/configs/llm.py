@@ -27,6 +27,8 @@ class LlamaCppSchema:
     model: str = unset("a kate model name (`kate models list`) or a .gguf path")
     name: Optional[str] = unset(NAME_HELP)
     n_ctx: int = unset("context window in tokens (default 8192; Qwen2.5-Coder's full window: 32768)")
+    kv_cells: Optional[int] = unset("KV cells shared by the requests in flight and the idle prefix caches "
+                                    "(>= n_ctx; null: n_ctx)")
     n_threads: Optional[int] = unset("threads of one-token decoding; null: half the cores")
     n_threads_batch: Optional[int] = unset("threads of prefill and width-N batches; null: all cores")
     n_threads_step: Optional[int] = unset("threads of a batched decode step; null: the engine's choice")

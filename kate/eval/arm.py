@@ -44,10 +44,16 @@ def build_policy(model: ChatModel, sampling: Mapping[str, Any], knowledge: Mappi
     return Policy(model, instantiate(sampling), make_knowledge(knowledge, intent_model=model), settings)
 
 
+RUNTIME_ONLY = ("kv_cells",)  # llm settings that are not fingerprinted (kate.llm.llamacpp's cache size)
+
+
 def arm_config(llm: Mapping[str, Any], sampling: Mapping[str, Any], knowledge: Mapping[str, Any] | None,
                settings: LoopSettings) -> dict[str, Any]:  # fmt: skip
-    """What determines an arm's records, as configured (fingerprinted with the policy and the task)."""
-    return {"llm": dict(llm), "sampling": dict(sampling), "knowledge": knowledge, "loop": settings.to_dict()}
+    """What determines an arm's records, as configured (fingerprinted with the policy and the task).
+    The engine's cache size (``RUNTIME_ONLY``) changes how fast, not what runs: it is left out here and
+    recorded in the run's ``runtime``, like ``workers``."""
+    llm = {k: v for k, v in llm.items() if k not in RUNTIME_ONLY}
+    return {"llm": llm, "sampling": dict(sampling), "knowledge": knowledge, "loop": settings.to_dict()}
 
 
 def run_arm(name: str, task: Task, policy: Policy, out_dir: str | Path, *, seeds: Sequence[int],

@@ -27,6 +27,7 @@ class TokenLogprob:
 class Usage:
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    cached_tokens: int = 0  # of prompt_tokens, those the engine's prefix cache held (not computed again)
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -25,6 +26,7 @@ from kate.llm.base import (
 )  # fmt: skip
 from kate.llm.chat_template import render_chat
 from kate.llm.llamacpp_batch import BatchScheduler
+from kate.llm.llamacpp_log import quiet_cache_warning
 from kate.llm.llamacpp_requests import Entry, Request, SamplingParams, Sequence
 from kate.llm.registry import MODELS, model_path, sha256_of
 
@@ -52,6 +54,7 @@ class LlamaCppChatModel:
         *,
         name: str | None = None,
         n_ctx: int = 8192,
+        kv_cells: int | None = None,
         n_threads: int | None = None,
         n_threads_batch: int | None = None,
         n_threads_step: int | None = None,
@@ -69,6 +72,7 @@ class LlamaCppChatModel:
         from llama_cpp import _logger
 
         _logger.set_verbose(verbose)  # llama.cpp's load logs only when asked for
+        quiet_cache_warning()
 
         self._llama_cpp = llama_cpp
         self.path = resolve_gguf(model)
@@ -86,6 +90,8 @@ class LlamaCppChatModel:
             self.name = f"{self.name}+lora-{self.lora_sha256[:12]}{scale}"  # model_identity tells them apart
         self.formats = tuple(formats)
         self.max_parallel = max_parallel
+        if kv_cells is not None and kv_cells < n_ctx:
+            raise ValueError(f"kv_cells ({kv_cells}) must be at least n_ctx ({n_ctx}): one request may fill its window")
         llama_cpp.llama_backend_init()
         model_params = llama_cpp.llama_model_default_params()
         self._model = internals.LlamaModel(path_model=str(self.path), params=model_params, verbose=verbose)
@@ -102,7 +108,9 @@ class LlamaCppChatModel:
         threads_batch = n_threads_batch or cores
         threads_step = n_threads_step or threads
         ctx_params = llama_cpp.llama_context_default_params()
-        ctx_params.n_ctx = n_ctx
+        # n_ctx is one request's window (prompt + max_tokens); kv_cells the unified cache every
+        # request in flight and every idle prefix cache share (see BatchScheduler)
+        ctx_params.n_ctx = kv_cells or n_ctx
         ctx_params.n_batch = max(n_batch, max_parallel)
         ctx_params.n_ubatch = max(n_batch, max_parallel)
         ctx_params.n_seq_max = max_parallel
@@ -113,7 +121,8 @@ class LlamaCppChatModel:
         if self.lora_path is not None:
             self._apply_lora()
         self._batch = internals.LlamaBatch(n_tokens=ctx_params.n_batch, embd=0, n_seq_max=max_parallel, verbose=verbose)
-        self.n_ctx = self._ctx.n_ctx()
+        self.kv_cells = self._ctx.n_ctx()  # llama.cpp may round it up
+        self.n_ctx = min(n_ctx, self.kv_cells)
         self.n_batch = ctx_params.n_batch
         self.n_vocab = self._model.n_vocab()
         metadata = self._model.metadata()
@@ -138,7 +147,7 @@ class LlamaCppChatModel:
             "system_info": info.decode("utf-8", "replace").strip() if isinstance(info, bytes) else str(info),
             "n_threads": self._threads[0], "n_threads_batch": self._threads[1], "n_threads_step": self._threads_step,
             "cpu_count": os.cpu_count(),
-            "n_ctx": self.n_ctx, "n_batch": self.n_batch, "max_parallel": self.max_parallel,
+            "n_ctx": self.n_ctx, "kv_cells": self.kv_cells, "n_batch": self.n_batch, "max_parallel": self.max_parallel,
             "min_prefill_tokens": self.scheduler.min_prefill_tokens,
             **({"lora": str(self.lora_path), "lora_sha256": self.lora_sha256, "lora_scale": self.lora_scale}
                if self.lora_path is not None else {}),
@@ -232,7 +241,7 @@ class LlamaCppChatModel:
             raise ValueError(
                 f"{self.name}: prompt of {len(prompt)} tokens + max_tokens {max_tokens} exceeds n_ctx {self.n_ctx}"
             )
-        room = (self.n_ctx - len(prompt)) // max_tokens  # sequences whose continuations fit beside the prompt
+        room = (self.kv_cells - len(prompt)) // max_tokens  # sequences whose continuations fit beside the prompt
         params = SamplingParams(
             temperature=temperature, top_p=top_p, max_tokens=max_tokens, stop=tuple(stop or ()),
             ignore_eos=ignore_eos, top_logprobs=top_logprobs if logprobs else 0,
@@ -245,9 +254,10 @@ class LlamaCppChatModel:
             self.scheduler.run(request)
         except RuntimeError as error:  # llama_decode's return code, a closed model: this request's failure
             raise EngineError(f"{self.name}: {error}") from error
-        return [self._completion(s, len(prompt), logprobs, prefill or "") for s in request.sequences]
+        usage = Usage(prompt_tokens=len(prompt), cached_tokens=request.cached or 0)
+        return [self._completion(s, usage, logprobs, prefill or "") for s in request.sequences]
 
-    def _completion(self, s: Sequence, prompt_tokens: int, logprobs: bool, prefill: str) -> Completion:
+    def _completion(self, s: Sequence, usage: Usage, logprobs: bool, prefill: str) -> Completion:
         text = s.text if s.text is not None else self.detokenize(s.tokens)
         tops = s.tops or [()] * len(s.tokens)
         token_logprobs = tuple(
@@ -259,7 +269,7 @@ class LlamaCppChatModel:
             formats=self.formats,
             finish_reason=s.finish,
             logprobs=token_logprobs if logprobs else None,
-            usage=Usage(prompt_tokens=prompt_tokens, completion_tokens=len(s.tokens)),
+            usage=replace(usage, completion_tokens=len(s.tokens)),
         )
 
     def close(self) -> None:

@@ -14,7 +14,9 @@ last prompt it led, and a new request leads with the free sequence whose cache s
 prefix with its prompt, so an agent loop whose history only grows prefills only its new tokens.
 When a running request's prompt shares a longer prefix (the same system prompt and tools), the new
 request shares those cells instead. Idle caches are dropped, least recently used first, when their
-cells are needed.
+cells are needed: the engine's ``kv_cells`` must hold every history in flight, or agent loops that
+take turns evict each other's caches and each step prefills its whole prompt again (what a request
+took from the cache is its ``cached`` count, reported as ``Usage.cached_tokens``).
 
 Numerics: decoding beside other requests is exact (a decode batch's tokens do not change each
 other's logits), but llama.cpp's CPU results for a sequence depend on where its cells sit in the
@@ -164,7 +166,8 @@ class BatchScheduler:
         if len(free) < width:
             return None
         common = [common_prefix(cached, request.prompt) for cached in self._cached]
-        lead = max(free, key=lambda s: (common[s], -s))
+        # the longest cached prefix; with none, an empty sequence, else the least recently used cache
+        lead = max(free, key=lambda s: (common[s], not self._cached[s], -self._used_at[s], -s))
         source = max(range(self.engine.max_parallel), key=lambda s: (common[s], s == lead, -s))
         if source != lead:  # a running request holds a longer prefix: share its cells, keep the free caches
             lead = min(free, key=lambda s: (bool(self._cached[s]), self._used_at[s], s))
@@ -176,11 +179,11 @@ class BatchScheduler:
         held = sum(len(self._cached[s]) for s in idle)
         evict = []
         for s in idle:
-            if used + held + need <= self.engine.n_ctx:
+            if used + held + need <= self.engine.kv_cells:
                 break
             evict.append(s)
             held -= len(self._cached[s])
-        if used + held + need > self.engine.n_ctx:
+        if used + held + need > self.engine.kv_cells:
             return None
         return lead, source, members, evict, need
 
@@ -224,6 +227,7 @@ class BatchScheduler:
         self._active.append(request)
         self.stats.prefills += 1
         self.stats.prefill_tokens += len(prompt) - common
+        request.cached = common if request.cached is None else request.cached
         self.stats.prefill_seconds += time.perf_counter() - started
 
     def _step(self) -> None:

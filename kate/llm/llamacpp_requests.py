@@ -16,7 +16,8 @@ Entry = tuple[int, int, tuple[int, ...], bool]  # (token, position, sequence ids
 class DecodeEngine(Protocol):
     """What the scheduler needs from a llama.cpp context (``LlamaCppChatModel`` provides it)."""
 
-    n_ctx: int
+    n_ctx: int  # one request's window
+    kv_cells: int  # the cells every request in flight and every idle prefix cache share (>= n_ctx)
     n_batch: int
     max_parallel: int
 
@@ -66,6 +67,7 @@ class Request:
     running: list[Sequence] = field(default_factory=list)  # the current round's, leader first
     logits: dict[int, np.ndarray] = field(default_factory=dict)  # next-token logits per seq id
     reserved: int = 0  # KV cells this round may use
+    cached: int | None = None  # prompt tokens its first round took from the prefix cache
     error: BaseException | None = None
     done: bool = False
 

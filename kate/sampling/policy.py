@@ -43,8 +43,9 @@ class Sampler(Protocol):
 def request_usage(completions: Sequence[Completion], extra: Usage = Usage()) -> Usage:
     """One request's cost: its prompt tokens once, every sample's completion tokens, plus ``extra``."""
     prompt = max((c.usage.prompt_tokens for c in completions), default=0)
+    cached = max((c.usage.cached_tokens for c in completions), default=0)
     completion = sum(c.usage.completion_tokens for c in completions)
-    return Usage(prompt + extra.prompt_tokens, completion + extra.completion_tokens)
+    return Usage(prompt + extra.prompt_tokens, completion + extra.completion_tokens, cached + extra.cached_tokens)
 
 
 def _require(completions: list[Completion], model: ChatModel, one_call: bool = False) -> tuple[Completion, ...]:

@@ -8,6 +8,7 @@ from typing import Any
 
 from kate.agent.knowledge import KnowledgeContext
 from kate.agent.policy import Policy
+from kate.agent.records import usage_dict
 from kate.llm.base import Message, ToolSchema
 
 MODEL_ERROR = "kate:model_error"
@@ -31,5 +32,5 @@ def step_trace(policy: Policy, messages: Sequence[Message], tools: list[ToolSche
         "knowledge": done.knowledge,
         "outputs": [c.text for c in step.completions],
         "vote": step.vote.to_dict() if step.vote is not None else None,
-        "usage": {"prompt_tokens": step.usage.prompt_tokens, "completion_tokens": step.usage.completion_tokens},
+        "usage": usage_dict(step.usage),
     }
