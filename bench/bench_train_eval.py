@@ -20,13 +20,12 @@ from kate.cli import CONF_DIR
 from kate.eval.arms import compose_arm as kate_compose_arm, run_composed
 from kate.tasks.bfcl import BFCLTask
 from kate.tasks.own_tools import OwnToolsTask
+from kate.train.eval_arms import ARM_CONFIG, OWN_TOOLS_ARMS, PARTS, check_arms
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNS = ROOT / "bench" / "runs" / "train"
 UNTRAINED_BFCL = {"untrained_direct": ROOT / "bench" / "runs" / "direct", "untrained_kate": ROOT / "bench" / "runs" / "st_w8v"}
-ARM_CONFIG = {"untrained_direct": "direct", "trained_direct": "direct", "untrained_kate": "st_w8v", "trained_kate": "st_w8v"}
 SINGLE, MULTI = 8, 30
-OWN_TOOLS_ARMS = ("untrained_direct", "trained_direct")
 
 
 def compose_arm(arm: str, adapter: Path | None, **over: object) -> dict:
@@ -43,20 +42,12 @@ def bfcl_entries() -> list:
     return [e for c in SINGLE_TURN for e in load_entries(c, "test", SINGLE)] + load_entries("multi_turn_base", "test", MULTI)
 
 
-PARTS = ("own_tools", "bfcl")
-
-
 def run_arms(arms: list[str], adapter: Path, *, own_tools_max_steps: int, suffix: str = "",
              parts: tuple[str, ...] = PARTS) -> None:
     """The own-tools test half for the direct arms first (the short part), then BFCL for the trained arms;
     ``parts`` runs only some of the two."""
     models: dict[str, object] = {}
-    unknown = [a for a in arms if a not in ARM_CONFIG]
-    if unknown:
-        raise SystemExit(f"unknown arm {unknown[0]!r}; arms: {', '.join(ARM_CONFIG)}")
-    unknown_parts = [p for p in parts if p not in PARTS]
-    if unknown_parts:
-        raise SystemExit(f"unknown part {unknown_parts[0]!r}; parts: {', '.join(PARTS)}")
+    check_arms(arms, parts)
 
     def model_for(arm: str, c: dict) -> object:
         key = "trained" if arm.startswith("trained") else "untrained"

@@ -42,12 +42,14 @@ ROOT = Path(__file__).resolve().parents[1]
 from hydra.utils import instantiate  # noqa: E402
 
 import kate.configs  # noqa: E402,F401  (the typed job schemas)
-from kate.eval.model_folders import DEFAULT_MODEL, model_folder, model_overrides  # noqa: E402
+from kate.eval.model_folders import DEFAULT_MODEL, model_folder  # noqa: E402
 from kate.bfcl.data import SINGLE_TURN, load_entries  # noqa: E402
 from kate.cli import CONF_DIR  # noqa: E402
 from kate.eval.arm import arm_config, build_policy, loop_settings  # noqa: E402
-from kate.eval.arms import compose_arm as kate_compose_arm, open_arm  # noqa: E402
-from kate.eval.bfcl_report import ARMS, DEFAULT_MODEL_NOTE, report  # noqa: E402
+from kate.eval import bfcl_arms  # noqa: E402
+from kate.eval.arms import open_arm  # noqa: E402
+from kate.eval.bfcl_arms import MULTI_ONLY, REVOTED_FROM  # noqa: E402
+from kate.eval.bfcl_report import DEFAULT_MODEL_NOTE, report  # noqa: E402
 from kate.eval.revote import revote_record  # noqa: E402
 from kate.eval.run_store import fingerprint, load_run  # noqa: E402
 from kate.eval.runner import rescore_run, run_item, run_meta, run_task  # noqa: E402
@@ -56,12 +58,6 @@ from kate.retrieval.knowledge import VOLATILE_MANIFEST_KEYS  # noqa: E402
 from kate.tasks.bfcl import BFCLTask, task_for_records  # noqa: E402
 
 RUNS, RESULTS = ROOT / "bench" / "runs", ROOT / "bench" / "results"
-LLM_OVERRIDES = ["llm.max_parallel=8"]  # what every committed arm ran with (width 8 in one round)
-MULTI_ONLY = {"es", "sic", "tic"}  # ES / SIC / TIC were written for the multi-turn training halves only
-# Single-turn records of these arms are the source arm's stored samples voted again with the arm's
-# rule (kate.eval.revote: exactly what a live run would choose from the same request); their
-# multi-turn dialogues run live, since another choice changes every later step.
-REVOTED_FROM = {"st_w8v": "st_w8", "st_calls_w8f": "st_calls_w8v"}
 
 
 def places(model: str | None) -> tuple[Path, Path]:
@@ -71,10 +67,8 @@ def places(model: str | None) -> tuple[Path, Path]:
 
 
 def compose_arm(arm: str, model: str | None = None) -> dict:
-    """The arm's resolved config, as `kate eval arm=<arm>` composes it (``llm.model=<model>`` when given)."""
-    if arm not in ARMS:
-        raise SystemExit(f"unknown arm {arm!r}; arms: {', '.join(ARMS)}")
-    return kate_compose_arm(arm, [*LLM_OVERRIDES, *model_overrides(model)], conf_dir=CONF_DIR)
+    """The arm's resolved config (``kate.eval.bfcl_arms.compose_arm``)."""
+    return bfcl_arms.compose_arm(arm, model, conf_dir=CONF_DIR)
 
 
 def report_of(model_name: str | None) -> dict:

@@ -29,28 +29,22 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
+from kate.diagnose.campaigns import SETS, diagnostics_i_calls  # noqa: E402
 from kate_job import run_kate, stop_on_sigterm  # noqa: E402  (bench/kate_job.py)
 
 OUT = ROOT / "bench" / "results" / "diagnose"
-SETS = {"arithmetic": ["set=arithmetic", "arithmetic.n=1000", "arithmetic.seed=0", "act=step"],
-        "bfcl": ["set=bfcl", "bfcl.split=test"]}
-COMMON = ["skip=[replay,near_miss,first_token,trajectory,keyword,toolsense]", "necessity.stop_early=true",
-          f"necessity.cache_dir={OUT / 'necessity_cache'}", "workers=4", "seed=0"]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sets", default="arithmetic,bfcl")
+    parser.add_argument("--sets", default=",".join(SETS))
     parser.add_argument("--only", default="all", help="one diagnostic (it runs what it needs first); all: every one + report")
     parser.add_argument("--plan-order", default="call_first", choices=["call_first", "no_call_first"],
                         help="the plan instruction's reply forms: call first (plan/) or no-call first (plan_no_call_first/)")
     args = parser.parse_args()
     stop_on_sigterm()
-    for name in args.sets.split(","):
-        if name not in SETS:
-            raise SystemExit(f"unknown set {name!r}; sets: {', '.join(SETS)}")
-        run_kate(["diagnose", f"name={args.only}", *SETS[name], *COMMON, f"plan.order={args.plan_order}",
-                  f"out_dir={OUT / name}"], OUT / ".hydra" / name)  # fmt: skip
+    for call, hydra_dir in diagnostics_i_calls(args.sets.split(","), args.only, args.plan_order, OUT):
+        run_kate(call, hydra_dir)
 
 
 if __name__ == "__main__":

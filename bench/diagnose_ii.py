@@ -39,18 +39,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
+from kate.diagnose.campaigns import RUNGS, diagnostics_ii_calls, has_checkpoints  # noqa: E402
 from kate_job import run_kate, stop_on_sigterm  # noqa: E402  (bench/kate_job.py)
 
 OUT = ROOT / "bench" / "results" / "diagnose" / "ladder"
-RUNGS = ["replay", "near_miss", "keyword", "first_token", "toolsense", "trajectory"]
 CHECKPOINTS = ROOT / "bench" / "runs" / "train" / "sft_checkpoints"
-SKIP = ["necessity", "breakdown", "probes", "pcall", "plan", "gate"]  # Diagnostics I's
-SETTINGS = ["set=bfcl", "bfcl.split=test", "seed=0",
-            f"keyword.run={ROOT / 'bench' / 'runs' / 'direct' / 'seed_0'}", "replay.split=test", "replay.limit=null",
-            "near_miss.split=test", "near_miss.limit=null", "first_token.limit=200",
-            f"trajectory.folder={CHECKPOINTS}", "toolsense.queries_per_tier=100",
-            "toolsense.mcq=300", "toolsense.qa=300", "toolsense.probes_from=catalogue", "toolsense.workers=4",
-            "workers=4"]  # fmt: skip
 
 
 def main() -> None:
@@ -58,18 +51,12 @@ def main() -> None:
     parser.add_argument("--only", default=None, help=f"one rung of {', '.join(RUNGS)} (default: each, then the report)")
     args = parser.parse_args()
     stop_on_sigterm()
-    if args.only is not None and args.only not in RUNGS:
-        raise SystemExit(f"unknown rung {args.only!r}; rungs: {', '.join(RUNGS)}")
-    skip = list(SKIP)
-    if not any(CHECKPOINTS.glob("checkpoint-*")):
+    calls = diagnostics_ii_calls(args.only, OUT, CHECKPOINTS, ROOT / "bench" / "runs" / "direct" / "seed_0")
+    if not has_checkpoints(CHECKPOINTS):
         print(f"trajectory: no {CHECKPOINTS}/checkpoint-* on this machine (bench/train_cpu.py --stages "
               "data,sft_checkpoints makes them; they are not committed); skipped")
-        skip.append("trajectory")
-    for rung in [args.only] if args.only else [*RUNGS, "all"]:
-        if rung in skip:
-            continue
-        run_kate(["diagnose", f"name={rung}", *SETTINGS, f"skip=[{','.join(skip)}]", f"out_dir={OUT}"],
-                 OUT.parent / ".hydra" / "ladder")
+    for call, hydra_dir in calls:
+        run_kate(call, hydra_dir)
 
 
 if __name__ == "__main__":

@@ -72,61 +72,17 @@ import kate.configs  # noqa: E402,F401  (the typed job schemas)
 from kate.agent.turn_end import echoes_result  # noqa: E402
 from kate.bfcl.data import SINGLE_TURN, load_entries  # noqa: E402
 from kate.cli import CONF_DIR  # noqa: E402
-from kate.eval.arms import compose_arm as kate_compose_arm, run_composed  # noqa: E402
+from kate.eval import failure_arms  # noqa: E402
+from kate.eval.arms import run_composed  # noqa: E402
+from kate.eval.failure_arms import ARMS, CONTROLS, FROZEN  # noqa: E402
+from kate.eval.paired_counts import multi_turn_paired, paired  # noqa: E402
 from kate.eval.run_store import load_run  # noqa: E402
 from kate.io import atomic_write_json, atomic_write_text  # noqa: E402
 from kate.tasks.bfcl import BFCLTask  # noqa: E402
-from kate.eval.model_folders import DEFAULT_MODEL, model_folder, model_overrides  # noqa: E402
+from kate.eval.model_folders import DEFAULT_MODEL, model_folder  # noqa: E402
 
 RUNS = ROOT / "bench" / "runs" / "train_folds"
 RESULT = ROOT / "bench" / "results" / "failure_table"
-LLM_OVERRIDES = ["llm.max_parallel=8"]
-TURN_END = ["repeat_policy=answer", "repeat_match=fed", "answer_at_max_steps=true"]
-# pattern_multi: the pattern drawn only from solved requests that made several calls (BFCL's parallel kinds),
-# the question: does any multi-call example make the model write several calls? pattern_multi_list: the same
-# examples as one ```json fence holding a list, the form the model's own several-call reply would take.
-MULTI_SOURCES = "knowledge.single_turn.sources=[parallel,parallel_multiple,live_parallel,live_parallel_multiple]"
-FENCED_LIST = "+knowledge.single_turn.template.call_block=fenced_list"
-PATTERN_LIST = "knowledge.single_turn.template.preset=guarded_pattern_list"
-MULTI_CALL = [PATTERN_LIST, "+knowledge.single_turn.only_multi_call=true", "+knowledge.single_turn.match_function_count=true",
-              "knowledge.single_turn.threshold=0.0"]  # fmt: skip
-KATE_VALUES = ["knowledge.multi_turn.top_k=3", "knowledge.multi_turn.threshold=0.5"]
-ARMS = {"direct": ("direct", []), "direct_answer": ("direct", TURN_END), "pattern": ("pattern", []),
-        "pattern_multi": ("pattern", [MULTI_SOURCES]),
-        "pattern_multi_list": ("pattern", [MULTI_SOURCES, FENCED_LIST]),
-        "pattern_list": ("pattern", [FENCED_LIST]),
-        # the list form with numeric placeholders unquoted and unmappable examples left out (guarded_pattern_list),
-        # then the same only where the call-count predictor says several calls are due (kate/retrieval/call_count.py)
-        "pattern_list_typed": ("pattern", [PATTERN_LIST]),
-        "pattern_gated": ("pattern", [PATTERN_LIST, "+knowledge.single_turn.only_multi_call=true"]),
-        # (pattern_gated ran with typed placeholders, the preset's first form.) Then: the same gate, examples
-        # shaped like the request (as many distinct functions as it offers), at any similarity, functions placed
-        # on the unused offered ones (the preset's current form)
-        "multi_call": ("pattern", MULTI_CALL),
-        # multi_call with two examples of different call counts (the model copied the one example's count:
-        # bench/results/copied_count_st_calls.json, read on the test halves, so measured here on the training halves)
-        "multi_call_counts": ("pattern", [*MULTI_CALL, "knowledge.single_turn.top_k=2",
-                                          "+knowledge.single_turn.distinct_call_counts=true"]),
-        # the same without the function-count match (any several-call example, the nearest first)
-        "multi_call_loose": ("pattern", [PATTERN_LIST, "+knowledge.single_turn.only_multi_call=true",
-                                         "knowledge.single_turn.threshold=0.0"]),
-        # multi-turn ST as shipped (top-1 at cosine >= 0.7) and with the KATE authors' values (top-3 at >= 0.5)
-        "st": ("st", []), "st_kate": ("st_kate", []),
-        # the echo option (kate/agent/turn_end.py): a reply that writes a tool result again is not kept as the answer
-        "direct_echo": ("direct", ["echo_policy=answer"]),
-        # echo_policy=act: a turn that made no call and echoes is asked for a call (the asked answer was copied too)
-        "direct_act": ("direct", ["echo_policy=act"]), "st_act": ("st", ["echo_policy=act"]),
-        # the same with the KATE authors' retrieval (top-3 at >= 0.5: knowledge in 46 of 57 turns, not 8)
-        "st_kate_act": ("st_kate", ["echo_policy=act"]),
-        # ES with KATE's values (top-3 at >= 0.5), from the shipped base and from one whose failed turns' ES were
-        # written from direct_act's attempts (conf/kb/bfcl_es_attempts.yaml; a dialogue never sees its own entries)
-        "es_kate_act": ("es", [*KATE_VALUES, "echo_policy=act"]),
-        "es_fail_kate_act": ("es", [*KATE_VALUES, "knowledge.multi_turn.kb=bfcl_es_attempts", "echo_policy=act"])}
-# Arms paired with their own control as well as with direct: the same settings but for the one thing measured.
-CONTROLS = {"es_fail_kate_act": "es_kate_act"}
-# Records kept as made, under code that has changed since (the same config, so a resume would mix two rules):
-# reported, never run again.
-FROZEN = {"direct_echo": "its 5 dialogues ran when an echo was only a tool result written again (kate/agent/turn_end.py)"}
 FS_FUNCTIONS = {"cd", "ls", "mv", "cp", "cat", "rm", "rmdir", "mkdir", "touch", "grep", "tail", "wc", "sort", "diff",
                 "du", "find", "echo"}  # fmt: skip
 FIXABLE = {  # kind -> (could an example fix it?, how)
@@ -152,8 +108,7 @@ def places(model: str | None) -> tuple[Path, Path]:
 
 
 def compose_arm(arm: str, model: str | None = None) -> dict:
-    overrides = [f"name={arm}", "split=train", *LLM_OVERRIDES, *ARMS[arm][1], *model_overrides(model)]
-    return kate_compose_arm(ARMS[arm][0], overrides, conf_dir=CONF_DIR)
+    return failure_arms.compose_arm(arm, model, conf_dir=CONF_DIR)
 
 
 def run(arm: str, model, single: int, multi: int, categories: tuple[str, ...] = SINGLE_TURN,
@@ -292,46 +247,6 @@ def multi_call_p_sweep(arm: str = GATE_ARM, runs: Path = RUNS, model_name: str |
     return [{"p": t, "reached": int(sum(p >= t for p, _, _ in reached)),
              "fixed": int(sum(p >= t and ok and not base for p, ok, base in reached)),
              "broken": int(sum(p >= t and base and not ok for p, ok, base in reached))} for t in GATE_PS]
-
-
-def multi_turn_paired(turns: dict[str, dict[str, int]], controls: dict[str, str] | None = None) -> dict:
-    """Each arm's turns passed against ``direct``'s (or its control's, ``controls``: arm -> arm) on the
-    multi-turn dialogues both ran: better / worse dialogues and the turns passed in all."""
-    out = {}
-    for arm, mine in turns.items():
-        against = (controls or {}).get(arm, "direct")
-        base = turns.get(against, {})
-        common = sorted(set(mine) & set(base))
-        if arm == against or not common:
-            continue
-        out[arm] = {"dialogues": len(common), "better": sum(mine[i] > base[i] for i in common),
-                    "worse": sum(mine[i] < base[i] for i in common), "turns_passed": sum(mine[i] for i in common),
-                    f"{against}_turns_passed": sum(base[i] for i in common)}
-    return out
-
-
-def paired(valid: dict[str, dict[str, bool]], reached: dict[str, dict[str, bool]] | None = None) -> dict:
-    """Each arm against ``direct`` on the single-turn entries both ran: per category n, direct's and the
-    arm's correct counts, fixed (wrong -> right) and broken (right -> wrong), and how many entries the
-    arm's knowledge reached."""
-    base, out, reached = valid.get("direct", {}), {}, reached or {}
-    for arm, rows in valid.items():
-        if arm == "direct":
-            continue
-        per: dict = defaultdict(lambda: {"n": 0, "direct": 0, "arm": 0, "fixed": 0, "broken": 0, "reached": 0})
-        for item, ok in rows.items():
-            if item not in base or item.startswith("multi_turn"):
-                continue
-            row = per[item.rsplit("_", 1)[0]]
-            row["n"] += 1
-            row["direct"] += base[item]
-            row["arm"] += ok
-            row["fixed"] += ok and not base[item]
-            row["broken"] += base[item] and not ok
-            row["reached"] += reached.get(arm, {}).get(item, False)
-        if per:
-            out[arm] = dict(sorted(per.items()))
-    return out
 
 
 def markdown(out: dict) -> str:

@@ -2,7 +2,7 @@
 (settings are chosen there), the chosen ones once on the test half. Arms are composed as
 ``kate eval categories=[own_tools] split=train sampling=<s>`` (plus the loop keys named) composes them, run by kate's one
 runner into ``bench/runs/own_tools/<arm>/seed_0/`` (resumable: the same command again continues),
-with kate eval's loop settings except ``max_steps=4`` (see OVERRIDES):
+with kate eval's loop settings except ``max_steps=4`` (see ``kate.eval.own_tools_arms.OVERRIDES``):
 
 * ``direct``: ``GreedySampler`` (conf/sampling/greedy.yaml)
 * ``w8v``: width 8 with the schema-valid vote (conf/sampling/width.yaml: n=8, valid_majority)
@@ -53,52 +53,22 @@ from hydra.utils import instantiate  # noqa: E402
 
 import kate.configs  # noqa: E402,F401  (the typed job schemas)
 from kate.cli import CONF_DIR  # noqa: E402
-from kate.eval.arms import compose_arm as kate_compose_arm, open_arm  # noqa: E402
+from kate.eval import own_tools_arms  # noqa: E402
+from kate.eval.arms import open_arm  # noqa: E402
+from kate.eval.own_tools_arms import ARMS, RUNS  # noqa: E402
 from kate.eval.runner import run_task  # noqa: E402
 from kate.eval.run_store import load_run  # noqa: E402
 from kate.io import atomic_write_json  # noqa: E402
 from kate.tasks.own_tools import OwnToolsTask, content_sha256, summarize  # noqa: E402
-from kate.eval.model_folders import DEFAULT_MODEL, is_default, model_folder, model_overrides  # noqa: E402
-
-TURN_END = ["repeat_policy=answer", "repeat_match=fed", "answer_at_max_steps=true"]
-ARMS = {"direct": ("greedy", []), "w8v": ("width", []), "direct_answer": ("greedy", TURN_END),
-        "direct_answer_exact": ("greedy", ["repeat_policy=answer", "answer_at_max_steps=true"]),
-        "st_answer": ("greedy", [*TURN_END, "arm=own_tools_st"]),
-        # the SFT adapters: targets as the template writes calls (<tool_call>; its records were made when the
-        # adapter lay in bench/runs/train/sft/), then as JSON (call_format=json, bench/train_cpu.py)
-        "sft_template_answer": ("greedy", [*TURN_END, "+llm.lora=bench/runs/train/sft_template/final/adapter.gguf"]),
-        "sft_answer": ("greedy", [*TURN_END, "+llm.lora=bench/runs/train/sft/final/adapter.gguf"]),
-        "sft_direct": ("greedy", ["+llm.lora=bench/runs/train/sft/final/adapter.gguf"]),
-        # GRPO's adapter (30 steps from the json SFT adapter, bench/train_cpu.py) with the turn-end options
-        "grpo_answer": ("greedy", [*TURN_END, "+llm.lora=bench/runs/train/grpo/final/adapter.gguf"]),
-        # the SFT with answer steps shown 10 times (bench/train_cpu.py --stages sft_answers)
-        "sft_answers_direct": ("greedy", ["+llm.lora=bench/runs/train/sft_answers/final/adapter.gguf"]),
-        "sft_answers_answer": ("greedy", [*TURN_END, "+llm.lora=bench/runs/train/sft_answers/final/adapter.gguf"]),
-        # GRPO from that adapter (bench/train_cpu.py --stages grpo_answers)
-        "grpo_answers_direct": ("greedy", ["+llm.lora=bench/runs/train/grpo_answers/final/adapter.gguf"])}  # fmt: skip
-RUNS = {"train": ROOT / "bench" / "runs" / "own_tools", "test": ROOT / "bench" / "runs" / "own_tools" / "test"}
-RESULT = {"train": ROOT / "bench" / "results" / "own_tools_baseline.json",
-          "test": ROOT / "bench" / "results" / "own_tools_test.json"}  # fmt: skip
-# max_steps=4 (kate eval's default is 20): room for two calls, an answer and one more; a model that never
-# answers spends its steps on new calls (10 km -> m, then 10000 km -> m, ...), 20 of them ~4 minutes
-# a question on 2 CPU cores.
-OVERRIDES = ["llm.n_ctx=8192", "llm.max_parallel=8", "max_steps=4", "categories=[own_tools]", "limit=null"]
+from kate.eval.model_folders import DEFAULT_MODEL  # noqa: E402
 
 
 def places(split: str, model: str | None) -> tuple[Path, Path]:
-    """(run folders, results file) of a split: the default model's as above, another model's under
-    bench/runs/models/<name>/own_tools/ and bench/results/models/<name>/own_tools_<split>.json."""
-    if is_default(model):
-        return RUNS[split], RESULT[split]
-    runs = model_folder(ROOT / "bench" / "runs", model) / "own_tools"
-    result = model_folder(ROOT / "bench" / "results", model) / f"own_tools_{split}.json"
-    return (runs if split == "train" else runs / "test"), result
+    return own_tools_arms.places(split, model, ROOT / "bench")
 
 
 def compose_arm(arm: str, split: str, model_name: str | None = None) -> dict:
-    sampling, loop = ARMS[arm]
-    overrides = [f"sampling={sampling}", f"name={arm}", f"split={split}", *OVERRIDES, *loop, *model_overrides(model_name)]
-    return kate_compose_arm(None, overrides, conf_dir=CONF_DIR)
+    return own_tools_arms.compose_arm(arm, split, model_name, conf_dir=CONF_DIR)
 
 
 def run(arm: str, model, split: str, limit: int | None = None, model_name: str | None = None) -> float:

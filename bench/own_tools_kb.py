@@ -16,6 +16,7 @@ This is what a user does with their own tools: solved requests (by hand, or kept
 
 from __future__ import annotations
 
+import argparse
 import shutil
 import tempfile
 from pathlib import Path
@@ -74,6 +75,8 @@ def trajectories() -> tuple[list[Trajectory], dict[str, int]]:
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.parse_args()
     items, labels = trajectories()
     write_trajectories(JSONL, items)
     spec = BuildSpec(name=NAME, root=str(ROOT / "knowledge_bases"), source="jsonl", jsonl=str(JSONL), types=["ST"],

@@ -7,6 +7,7 @@ category, beside the official checker's verdict, and every output the two disagr
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -21,6 +22,8 @@ ARMS = ("direct", "st", "st_w8v")  # the arms with single-turn records
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.parse_args()
     out: dict = {"source": "bench/runs/<arm>/seed_0/records.jsonl (single-turn)", "command": "bench/strict_vs_keyword.py",
                  "arms": {}}  # fmt: skip
     lines = ["# Strict vs keyword scoring (stored outputs, no generation)", "",

@@ -40,6 +40,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
+from kate.train.eval_arms import eval_plan, finished  # noqa: E402
 from kate_job import run_kate, stop_on_sigterm  # noqa: E402  (bench/kate_job.py)
 
 RUNS = ROOT / "bench" / "runs" / "train"
@@ -85,57 +86,36 @@ def stage_data() -> None:
     kate("train", "data", f"categories=[{','.join(CATEGORIES)}]", "own_tools_split=train", f"out_dir={DATA}")
 
 
-def _done(folder: Path) -> bool:
-    return (folder / "final" / "adapter_config.json").exists() and (folder / "summary.json").exists()
-
-
 def stage_sft() -> None:
-    if not _done(RUNS / "sft"):
+    if not finished(RUNS / "sft"):
         kate("train", "sft", f"data_dir={DATA}", f"output_dir={RUNS / 'sft'}", *SFT)
 
 
 def stage_sft_checkpoints() -> None:
     folder = RUNS / "sft_checkpoints"
-    if not _done(folder):
+    if not finished(folder):
         kate("train", "sft", f"data_dir={DATA}", f"output_dir={folder}",
              *[a for a in SFT if not a.startswith("save_steps=")], f"save_steps={SFT_CHECKPOINT_EVERY}")
 
 
 def stage_sft_answers() -> None:
-    if not _done(RUNS / "sft_answers"):
+    if not finished(RUNS / "sft_answers"):
         kate("train", "sft", f"data_dir={DATA}", f"output_dir={RUNS / 'sft_answers'}", *SFT_ANSWERS)
 
 
 def stage_grpo(name: str = "grpo", start: str = "sft") -> None:
-    if not _done(RUNS / name):
+    if not finished(RUNS / name):
         kate("train", "grpo", f"data_dir={DATA}", f"output_dir={RUNS / name}",
              f"init_adapter={RUNS / start / 'final'}", *GRPO)
 
 
-def adapter_of(stage: str) -> Path:
-    return RUNS / stage / "final" / "adapter.gguf"
-
-
-def trained_adapter() -> Path:
-    """The adapter the trained arms use: GRPO's when it finished, else SFT's."""
-    for stage in ("grpo", "sft"):
-        if _done(RUNS / stage):
-            return adapter_of(stage)
-    raise SystemExit("no trained adapter yet: run the sft stage first")
-
-
 def stage_eval(which: list[str], adapter_stage: str | None, parts: tuple[str, ...]) -> None:
-    """The arms on the pipeline's adapter (``trained_adapter``) into bench/runs/train/<arm>/, or on
-    another stage's into bench/runs/train/<arm>_<stage>/."""
+    """The arms on the pipeline's adapter into bench/runs/train/<arm>/, or on another stage's into
+    bench/runs/train/<arm>_<stage>/ (``kate.train.eval_arms.eval_plan``)."""
     from bench_train_eval import run_arms  # noqa: PLC0415  (bench/bench_train_eval.py)
 
-    if adapter_stage is None:
-        run_arms(which, trained_adapter(), own_tools_max_steps=OWN_TOOLS_MAX_STEPS, parts=parts)
-        return
-    if not _done(RUNS / adapter_stage):
-        raise SystemExit(f"{RUNS / adapter_stage}: no finished training run there")
-    run_arms([a for a in which if a.startswith("trained")], adapter_of(adapter_stage),
-             own_tools_max_steps=OWN_TOOLS_MAX_STEPS, suffix=f"_{adapter_stage}", parts=parts)
+    arms, adapter, suffix = eval_plan(which, adapter_stage, RUNS)
+    run_arms(arms, adapter, own_tools_max_steps=OWN_TOOLS_MAX_STEPS, suffix=suffix, parts=parts)
 
 
 def main() -> None:

@@ -1,132 +1,154 @@
-"""The long benchmark commands of the diagnostics (bench/diagnose_i.py, bench/diagnose_ii.py): every
-`kate diagnose` call they make composes against the typed schema and passes the checks made before any
-model loads, so an hours-long run cannot fail at its start, or at its tenth rung, on a typo."""
+"""The long benchmark commands, as the kate modules their scripts run them from: every `kate diagnose`
+call of the diagnostics (``kate.diagnose.campaigns``, run by bench/diagnose_i.py and bench/diagnose_ii.py)
+composes against the typed schema and passes the checks made before any model loads, so an hours-long
+run cannot fail at its start, or at its tenth rung, on a typo; the training benchmark's eval plan
+(``kate.train.eval_arms``) and the arms of bench/bfcl.py, bench/own_tools.py and bench/failure_table.py
+(``kate.eval.bfcl_arms``, ``own_tools_arms``, ``failure_arms``) compose as their runs need."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 from hydra import compose, initialize_config_dir
 
 from kate.cli import CONF_DIR
+from kate.diagnose.campaigns import diagnostics_i_calls, diagnostics_ii_calls
 from kate.diagnose_cmd import check_config
+from kate.eval import bfcl_arms, failure_arms, own_tools_arms
 from kate.eval.config import plain
-
-from .bench_scripts import load_bench
+from kate.eval.model_folders import DEFAULT_MODEL, model_folder
+from kate.eval.paired_counts import multi_turn_paired
+from kate.train.eval_arms import check_arms, eval_plan
 
 ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "bench" / "results" / "diagnose"
+CHECKPOINTS = ROOT / "bench" / "runs" / "train" / "sft_checkpoints"
+KEYWORD_RUN = ROOT / "bench" / "runs" / "direct" / "seed_0"
+OTHER = "qwen2.5-coder-1.5b-instruct-q4_k_m"
 
 
-def _calls(module, monkeypatch, argv: list[str]) -> list[list[str]]:
-    calls = []
-    monkeypatch.setattr(module, "run_kate", lambda args, hydra_dir: calls.append(list(args)))
-    monkeypatch.setattr(module, "stop_on_sigterm", lambda: None)
-    monkeypatch.setattr(sys, "argv", [module.__name__, *argv])
-    module.main()
-    return calls
-
-
-@pytest.mark.parametrize("script,argv,expected", [
-    ("diagnose_i", [], 2),  # both sets
-    ("diagnose_i", ["--only", "plan", "--plan-order", "no_call_first"], 2),  # the plan's order control
-    ("diagnose_ii", [], None),  # every rung (the trajectory where checkpoints are on disk), then the report
+@pytest.mark.parametrize("calls,expected", [
+    (lambda: diagnostics_i_calls(["arithmetic", "bfcl"], "all", "call_first", OUT), 2),  # both sets
+    (lambda: diagnostics_i_calls(["arithmetic", "bfcl"], "plan", "no_call_first", OUT), 2),  # the plan's order control
+    (lambda: diagnostics_ii_calls(None, OUT / "ladder", CHECKPOINTS, KEYWORD_RUN), None),  # every rung, then the report
 ])  # fmt: skip
-def test_every_diagnose_call_of_the_bench_commands_composes_and_checks(script, argv, expected, monkeypatch):
-    module = load_bench(script)
-    calls = _calls(module, monkeypatch, argv)
-    assert calls and (expected is None or len(calls) == expected)
-    for args in calls:
+def test_every_diagnose_call_of_the_bench_commands_composes_and_checks(calls, expected):
+    made = calls()
+    assert made and (expected is None or len(made) == expected)
+    for args, _ in made:
         assert args[0] == "diagnose"
         with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
             cfg = compose("diagnose", overrides=args[1:])  # a key or value the schema refuses fails here
         check_config(plain(cfg))
 
 
-def test_diagnose_ii_leaves_the_trajectory_out_where_no_checkpoints_are(monkeypatch, tmp_path):
-    module = load_bench("diagnose_ii")
-    monkeypatch.setattr(module, "CHECKPOINTS", tmp_path)
-    calls = _calls(module, monkeypatch, [])
-    names = [next(a for a in args if a.startswith("name=")) for args in calls]
-    assert "name=trajectory" not in names and names[-1] == "name=all"
-    assert all("trajectory" in next(a for a in args if a.startswith("skip=")) for args in calls)
+def test_the_diagnostics_refuse_an_unknown_set_or_rung_before_any_call():
+    with pytest.raises(SystemExit, match="unknown set 'nope'"):
+        diagnostics_i_calls(["arithmetic", "nope"], "all", "call_first", OUT)
+    with pytest.raises(SystemExit, match="unknown rung 'nope'"):
+        diagnostics_ii_calls("nope", OUT / "ladder", CHECKPOINTS, KEYWORD_RUN)
+
+
+def test_diagnose_ii_leaves_the_trajectory_out_where_no_checkpoints_are(tmp_path):
+    def names(calls):
+        return [next(a for a in args if a.startswith("name=")) for args, _ in calls]
+
+    calls = diagnostics_ii_calls(None, OUT / "ladder", tmp_path, KEYWORD_RUN)
+    assert "name=trajectory" not in names(calls) and names(calls)[-1] == "name=all"
+    assert all("trajectory" in next(a for a in args if a.startswith("skip=")) for args, _ in calls)
     (tmp_path / "checkpoint-5").mkdir()
-    calls = _calls(module, monkeypatch, [])
-    assert "name=trajectory" in [next(a for a in args if a.startswith("name=")) for args in calls]
+    assert "name=trajectory" in names(diagnostics_ii_calls(None, OUT / "ladder", tmp_path, KEYWORD_RUN))
 
 
-def test_train_cpu_eval_runs_only_the_parts_named(monkeypatch):
-    import types
-
-    module = load_bench("train_cpu")
-    seen: dict = {}
-    fake = types.ModuleType("bench_train_eval")
-    fake.run_arms = lambda arms, adapter, **kw: seen.update(arms=arms, adapter=adapter, **kw)
-    monkeypatch.setitem(sys.modules, "bench_train_eval", fake)
-    monkeypatch.setattr(module, "stop_on_sigterm", lambda: None)
-    monkeypatch.setattr(module, "_done", lambda folder: True)
-    monkeypatch.setattr(sys, "argv", ["train_cpu", "--stages", "eval", "--arms", "trained_direct",
-                                      "--adapter", "grpo_answers", "--parts", "own_tools"])
-    module.main()
-    assert seen["parts"] == ("own_tools",) and seen["suffix"] == "_grpo_answers"
-    assert seen["adapter"].parts[-3:] == ("grpo_answers", "final", "adapter.gguf")
+def _finished(folder: Path) -> None:
+    (folder / "final").mkdir(parents=True)
+    (folder / "final" / "adapter_config.json").write_text("{}")
+    (folder / "summary.json").write_text("{}")
 
 
-def test_train_eval_refuses_an_unknown_part_before_any_model():
-    module = load_bench("bench_train_eval")
+def test_train_eval_runs_the_trained_arms_on_a_named_stages_adapter(tmp_path):
+    with pytest.raises(SystemExit, match="no trained adapter yet"):
+        eval_plan(["trained_direct"], None, tmp_path)
+    with pytest.raises(SystemExit, match="no finished training run there"):
+        eval_plan(["trained_direct"], "grpo_answers", tmp_path)
+    _finished(tmp_path / "sft")
+    _finished(tmp_path / "grpo_answers")
+    arms, adapter, suffix = eval_plan(["untrained_direct", "trained_direct"], None, tmp_path)
+    assert arms == ["untrained_direct", "trained_direct"] and suffix == "" and adapter.parts[-3:] == ("sft", "final",
+                                                                                                      "adapter.gguf")
+    arms, adapter, suffix = eval_plan(["untrained_direct", "trained_direct"], "grpo_answers", tmp_path)
+    assert arms == ["trained_direct"] and suffix == "_grpo_answers"
+    assert adapter.parts[-3:] == ("grpo_answers", "final", "adapter.gguf")
+
+
+def test_train_eval_refuses_an_unknown_arm_or_part_before_any_model():
+    check_arms(["trained_direct"], ("own_tools",))
     with pytest.raises(SystemExit, match="unknown part 'bfcl_multi'"):
-        module.run_arms(["trained_direct"], Path("none.gguf"), own_tools_max_steps=4, parts=("bfcl_multi",))
+        check_arms(["trained_direct"], ("bfcl_multi",))
+    with pytest.raises(SystemExit, match="unknown arm 'trained'"):
+        check_arms(["trained"], ("bfcl",))
 
 
-def test_bfcl_bench_keeps_another_models_runs_apart():
-    bfcl = load_bench("bfcl")
-    assert bfcl.places(None) == (bfcl.RUNS, bfcl.RESULTS)
-    assert bfcl.places(bfcl.DEFAULT_MODEL) == (bfcl.RUNS, bfcl.RESULTS)
-    runs, results = bfcl.places("qwen2.5-coder-1.5b-instruct-q4_k_m")
-    assert runs == bfcl.RUNS / "models" / "qwen2.5-coder-1.5b-instruct-q4_k_m"
-    assert results == bfcl.RESULTS / "models" / "qwen2.5-coder-1.5b-instruct-q4_k_m"
-    assert bfcl.compose_arm("st")["llm"]["model"] == bfcl.DEFAULT_MODEL
-    c = bfcl.compose_arm("st", "qwen2.5-coder-1.5b-instruct-q4_k_m")
-    assert c["llm"]["model"] == "qwen2.5-coder-1.5b-instruct-q4_k_m" and c["llm"]["max_parallel"] == 8
-    assert c["knowledge"] == bfcl.compose_arm("st")["knowledge"]  # the arm is the same, only the model differs
+def test_another_models_runs_go_apart(tmp_path):
+    assert model_folder(tmp_path, None) == model_folder(tmp_path, DEFAULT_MODEL) == tmp_path
+    assert model_folder(tmp_path, OTHER) == tmp_path / "models" / OTHER
+
+
+def test_bfcl_bench_arms_differ_only_in_the_model_named():
+    default = bfcl_arms.compose_arm("st", conf_dir=CONF_DIR)
+    assert default["llm"]["model"] == DEFAULT_MODEL
+    c = bfcl_arms.compose_arm("st", OTHER, conf_dir=CONF_DIR)
+    assert c["llm"]["model"] == OTHER and c["llm"]["max_parallel"] == 8
+    assert c["knowledge"] == default["knowledge"]  # the arm is the same, only the model differs
+    with pytest.raises(SystemExit, match="unknown arm 'nope'"):
+        bfcl_arms.compose_arm("nope", conf_dir=CONF_DIR)
 
 
 def test_own_tools_bench_keeps_another_models_runs_apart():
-    own = load_bench("own_tools")
-    assert own.places("test", None) == (own.RUNS["test"], own.RESULT["test"])
-    assert own.places("train", own.DEFAULT_MODEL) == (own.RUNS["train"], own.RESULT["train"])
-    runs, result = own.places("test", "qwen2.5-coder-1.5b-instruct-q4_k_m")
-    assert runs == ROOT / "bench" / "runs" / "models" / "qwen2.5-coder-1.5b-instruct-q4_k_m" / "own_tools" / "test"
-    assert result.name == "own_tools_test.json" and result.parent.name == "qwen2.5-coder-1.5b-instruct-q4_k_m"
-    default, other = own.compose_arm("direct_answer", "test"), own.compose_arm("direct_answer", "test", "m")
-    assert default["llm"]["model"] == own.DEFAULT_MODEL and other["llm"]["model"] == "m"
+    bench = ROOT / "bench"
+    assert own_tools_arms.places("test", None, bench) == (bench / "runs" / "own_tools" / "test",
+                                                          bench / "results" / "own_tools_test.json")
+    assert own_tools_arms.places("train", DEFAULT_MODEL, bench) == (bench / "runs" / "own_tools",
+                                                                    bench / "results" / "own_tools_baseline.json")
+    runs, result = own_tools_arms.places("test", OTHER, bench)
+    assert runs == bench / "runs" / "models" / OTHER / "own_tools" / "test"
+    assert result.name == "own_tools_test.json" and result.parent.name == OTHER
+    default = own_tools_arms.compose_arm("direct_answer", "test", conf_dir=CONF_DIR)
+    other = own_tools_arms.compose_arm("direct_answer", "test", "m", conf_dir=CONF_DIR)
+    assert default["llm"]["model"] == DEFAULT_MODEL and other["llm"]["model"] == "m"
     assert {k: v for k, v in other.items() if k != "llm"} == {k: v for k, v in default.items() if k != "llm"}
 
 
-def test_failure_table_keeps_another_models_train_fold_runs_apart_and_pairs_dialogues():
-    table = load_bench("failure_table")
-    assert table.places(None) == (table.RUNS, table.RESULT)
-    runs, result = table.places("qwen2.5-coder-1.5b-instruct-q4_k_m")
-    assert runs == table.RUNS / "models" / "qwen2.5-coder-1.5b-instruct-q4_k_m"
-    assert result == table.RESULT.parent / "models" / "qwen2.5-coder-1.5b-instruct-q4_k_m" / "failure_table"
-    kate_arm = table.compose_arm("st_kate", "qwen2.5-coder-1.5b-instruct-q4_k_m")
-    assert kate_arm["llm"]["model"] == "qwen2.5-coder-1.5b-instruct-q4_k_m" and kate_arm["split"] == "train"
-    shipped = table.compose_arm("st")["knowledge"]["multi_turn"]
+def test_failure_table_arms_compose_on_the_train_fold_and_pair_dialogues():
+    kate_arm = failure_arms.compose_arm("st_kate", OTHER, conf_dir=CONF_DIR)
+    assert kate_arm["llm"]["model"] == OTHER and kate_arm["split"] == "train"
+    shipped = failure_arms.compose_arm("st", conf_dir=CONF_DIR)["knowledge"]["multi_turn"]
     assert (shipped["top_k"], shipped["threshold"]) == (1, 0.7)
     assert (kate_arm["knowledge"]["multi_turn"]["top_k"], kate_arm["knowledge"]["multi_turn"]["threshold"]) == (3, 0.5)
-    paired = table.multi_turn_paired({"direct": {"a": 1, "b": 2, "c": 0}, "st": {"a": 2, "b": 1, "c": 0, "d": 5}})
+    paired = multi_turn_paired({"direct": {"a": 1, "b": 2, "c": 0}, "st": {"a": 2, "b": 1, "c": 0, "d": 5}})
     assert paired == {"st": {"dialogues": 3, "better": 1, "worse": 1, "turns_passed": 3, "direct_turns_passed": 3}}
-    controlled = table.multi_turn_paired({"es": {"a": 1, "b": 0}, "es_fail": {"a": 1, "b": 1}}, {"es_fail": "es"})
+    controlled = multi_turn_paired({"es": {"a": 1, "b": 0}, "es_fail": {"a": 1, "b": 1}}, {"es_fail": "es"})
     assert controlled == {"es_fail": {"dialogues": 2, "better": 1, "worse": 0, "turns_passed": 2, "es_turns_passed": 1}}
 
 
 def test_the_es_arms_differ_only_in_the_base_written_from_failures():
-    table = load_bench("failure_table")
-    shipped, failures = (table.compose_arm(arm, "qwen2.5-coder-1.5b-instruct-q4_k_m") for arm in ("es_kate_act",
-                                                                                                   "es_fail_kate_act"))
+    shipped, failures = (failure_arms.compose_arm(arm, OTHER, conf_dir=CONF_DIR) for arm in ("es_kate_act",
+                                                                                             "es_fail_kate_act"))
     assert shipped["knowledge"]["multi_turn"]["kb"] == "bfcl_train"
     assert failures["knowledge"]["multi_turn"]["kb"] == "bfcl_es_attempts"
     assert {**failures["knowledge"]["multi_turn"], "kb": "bfcl_train"} == shipped["knowledge"]["multi_turn"]
     assert (shipped["knowledge"]["multi_turn"]["top_k"], shipped["knowledge"]["multi_turn"]["threshold"]) == (3, 0.5)
     assert shipped["knowledge"]["multi_turn"]["types"] == ["ES", "ST"] and shipped["echo_policy"] == "act"
+
+
+@pytest.mark.parametrize("script", ["diagnose_i", "diagnose_ii", "train_cpu", "bfcl", "own_tools", "failure_table",
+                                    "bfcl_report", "strict_vs_keyword", "own_tools_kb"])  # fmt: skip
+def test_the_scripts_help_runs_nothing(script):
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, str(ROOT / "bench" / f"{script}.py"), "--help"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("usage:")

@@ -1,6 +1,7 @@
-"""The benchmark scripts stand on the installed package: no bench/ script edits ``sys.path`` or imports
-from tests/, no test imports bench/ as a package (tests load a script by its path,
-``tests/bench_scripts.py``), and the library imports neither."""
+"""The benchmark scripts stand on the installed package: benchmarks import kate, tests import kate, neither
+imports the other. No bench/ script edits ``sys.path`` or imports from tests/, no test imports bench/ as a
+package or loads a script by its path (what a test checks of a script lives in kate; a script's command
+line may run as a child process), and the library imports neither."""
 
 from __future__ import annotations
 
@@ -39,4 +40,12 @@ def test_bench_tests_and_the_library_import_one_way():
     wrong = {"bench": {"tests"}, "tests": {"bench"}, "kate": {"tests", "bench"}}
     found = [f"{p.relative_to(ROOT)}:{line} imports {module}" for folder, banned in wrong.items()
              for p in _scripts(folder) for line, module in _imports(p) if _top(module) in banned]  # fmt: skip
+    assert not found, found
+
+
+def test_no_test_loads_a_bench_script_by_its_path():
+    found = [f"{p.relative_to(ROOT)}:{i}" for p in _scripts("tests") if p.name != Path(__file__).name
+             for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
+             if "bench" in line.lower() and any(w in line for w in ("spec_from_file_location", "run_path",
+                                                                    "SourceFileLoader"))]  # fmt: skip
     assert not found, found

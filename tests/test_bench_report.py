@@ -1,4 +1,5 @@
-"""kate.eval.bfcl_report (bench/bfcl_report.py): the benchmark report from stored records only (small synthetic records)."""
+"""kate.eval.bfcl_report (bench/bfcl_report.py runs it): the benchmark report from stored records only
+(small synthetic records)."""
 
 from __future__ import annotations
 
