@@ -63,6 +63,7 @@ def run_part(name: str, arm: str, part: str, seeds: list[int], extra: list[str])
     with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
         cfg = compose("eval", overrides=overrides(name, arm, part, seeds, extra))
     clock = WallClock(name, part, seeds)
+    clock.row["kv_cells"] = cfg.llm.get("kv_cells")
     try:
         run_eval(cfg)
     finally:
@@ -152,6 +153,29 @@ def _times() -> dict[tuple[str, str], dict]:
 def _timing(t: dict | None) -> dict:
     t = t or {}
     return {"wall_s": t.get("seconds"), "timed_records": t.get("records"), "records_per_min": t.get("records_per_min")}
+
+
+def cache_table() -> list[str]:
+    """Multi-turn pace per invocation and the engine's cache size, and the share of prompt tokens the
+    prefix cache held in the dialogues that record it (Usage.cached_tokens)."""
+    path = RESULTS / "wall_times.jsonl"
+    rows = [json.loads(x) for x in path.read_text().splitlines()] if path.exists() else []
+    lines = ["## The cache (multi_turn_base)", "", "| arm | invocation started | kv_cells | wall (s) | dialogues "
+             "added | s per dialogue |", "|---|---|---|---|---|---|"]  # fmt: skip
+    for r in (r for r in rows if r["part"] == "multi" and r.get("records_at_end", 0) > r.get("records_at_start", 0)):
+        added = r["records_at_end"] - r["records_at_start"]
+        cells = r.get("kv_cells") or "32768 (n_ctx; before kv_cells)"
+        lines.append(f"| {r['arm']} | {r['started']} | {cells} | {r['seconds']} | {added} | {r['seconds'] / added:.0f} |")
+    for name in dict.fromkeys(n for n, _, part, *_ in SCHEDULE if part == "multi"):
+        folder = RUNS / name / "seed_0"
+        records = [r for r in load_run(folder)[1] if r["category"] == "multi_turn_base"] if folder.exists() else []
+        usages = [t["usage"] for r in records for t in r.get("turns", []) if "cached_tokens" in t["usage"]]
+        dialogues = sum(all("cached_tokens" in t["usage"] for t in r.get("turns", [])) for r in records)
+        if usages:
+            cached, prompt = sum(u["cached_tokens"] for u in usages), sum(u["prompt_tokens"] for u in usages)
+            lines += ["", f"`{name}`: the prefix cache held {cached:,} of {prompt:,} prompt tokens "
+                      f"({100 * cached / prompt:.1f}%) in the {dialogues} dialogues that record it."]  # fmt: skip
+    return lines
 
 
 SEQUENTIAL = ROOT / "bench" / "runs" / "direct" / "seed_0"  # the committed direct arm, one entry at a time
@@ -250,6 +274,7 @@ def write_report() -> None:
               "Wall times are what `bench/full.py` measured per invocation, beating every minute so a stopped run keeps "
               "its time; invocations from before that clock existed are not timed, so `records they added` says how many "
               "records the seconds cover. Other work may have shared the two cores (see the commit log)."]  # fmt: skip
+    lines += ["", *cache_table()]
     lines += ["", *published_table()]
     atomic_write_text(RESULTS / "progress.md", "\n".join(lines) + "\n")
     write_results_doc(ROOT, readme=None)  # docs/results.md embeds these reports (its headline rows do not)
