@@ -21,8 +21,9 @@ LIGHT = {"llamacpp": [f"llm.model={SMALL_TEST_MODEL}", "llm.n_ctx=1024"], "hf": 
 
 
 def _groups():
-    # arms: below; conf/train/ holds the training jobs' own configs (`kate train <job>`), not a group
-    for group_dir in sorted(p for p in CONF_DIR.iterdir() if p.is_dir() and p.name not in ("arm", "train")):
+    # arms and suites (global overrides, nothing to instantiate): below; conf/train/ holds the training
+    # jobs' own configs (`kate train <job>`), not a group
+    for group_dir in sorted(p for p in CONF_DIR.iterdir() if p.is_dir() and p.name not in ("arm", "suite", "train")):
         for option in sorted(group_dir.glob("*.yaml")):
             real = group_dir.name == "llm" and option.stem in LIGHT  # loads the small real model
             yield pytest.param(group_dir.name, option.stem, marks=[pytest.mark.model] if real else [])
@@ -87,16 +88,26 @@ def test_every_named_arm_composes_into_a_policy_config(arm):
 
 
 def test_evaluation_suites_compose():
-    sys.path.insert(0, str(CONF_DIR.parent / "eval"))
-    from suites import SUITES
+    from kate.bfcl.data import CATEGORIES, SINGLE_TURN
 
-    from kate.bfcl.data import CATEGORIES
-
+    want = {"bfcl_v3_full": (list(CATEGORIES), "all"), "test_halves": (list(CATEGORIES), "test"),
+            "full_test_half": ([*SINGLE_TURN, "multi_turn_base"], "test")}  # fmt: skip
+    assert sorted(p.stem for p in (CONF_DIR / "suite").glob("*.yaml")) == sorted(want)
     with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
-        for name, (job, overrides, _) in SUITES.items():
-            cfg = compose(job, overrides=overrides)
-            if job == "eval":
-                assert list(cfg.categories) == list(CATEGORIES) and cfg.limit is None, name
+        for name, (categories, split) in want.items():
+            cfg = compose("eval", overrides=[f"suite={name}", "arm=st_w8v"])
+            assert (list(cfg.categories), str(cfg.split.value), cfg.limit, cfg.name) == (categories, split, None, "st_w8v"), name
+            mine = compose("eval", overrides=[f"suite={name}", "limit=3"])  # a user's override still wins
+            assert mine.limit == 3
+
+
+def test_the_suites_script_lists_every_suite():
+    import subprocess
+
+    out = subprocess.run([sys.executable, str(CONF_DIR.parent / "eval" / "suites.py"), "list"],
+                         capture_output=True, text=True, check=True).stdout  # fmt: skip
+    for name in ("bfcl_v3_full", "test_halves", "full_test_half", "main_slice", "appworld_test_normal"):
+        assert f"  {name} " in out
 
 
 def test_demo_runs_on_the_fake_model(capsys):
