@@ -215,3 +215,11 @@ def test_shutdown_lets_the_request_in_flight_finish():
     assert results["answer"][0] == 200 and results["answer"][1]["choices"][0]["message"]["content"] == "done"
     with pytest.raises(urllib.error.URLError):
         urllib.request.urlopen(f"{server.base_url}/models", timeout=5)
+
+
+def test_usage_says_how_many_prompt_tokens_the_cache_held():
+    with serve(FakeChatModel(["It is sunny."])) as server:
+        status, body = post(server, json.dumps({"model": "fake", "messages": ASK}).encode())
+    usage = body["usage"]
+    assert status == 200 and usage["prompt_tokens_details"] == {"cached_tokens": 0}  # the fake has no cache
+    assert usage["total_tokens"] == usage["prompt_tokens"] + usage["completion_tokens"]

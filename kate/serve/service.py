@@ -97,7 +97,7 @@ class ChatService:
         one_call = not request.parallel_tool_calls
         if width == 1 and request.n > 1 and not gated:
             return self._samples(request, policy, tools, context, seed, one_call)
-        choices, usage, votes, retrieved, gates, ends = [], [0, 0], [], None, [], []
+        choices, usage, votes, retrieved, gates, ends = [], [0, 0, 0], [], None, [], []
         for i in range(request.n):
             done = policy.step(request.messages, tools, seed=seed + i, context=context, one_call=one_call)
             step, retrieved = done.step, done.retrieved
@@ -114,7 +114,8 @@ class ChatService:
                 usage[1] += shown.usage.completion_tokens
             ends.append(ends_here if asked is not None else None)
             choices.append(choice_dict(i, shown, calls, text, request.logprobs and asked is None))
-            usage = [max(usage[0], step.usage.prompt_tokens), usage[1] + step.usage.completion_tokens]
+            usage = [max(usage[0], step.usage.prompt_tokens), usage[1] + step.usage.completion_tokens,
+                     max(usage[2], step.usage.cached_tokens)]  # fmt: skip
             votes.append(None if step.vote is None else step.vote.to_dict())
             if step.parse_error:
                 votes[-1] = {**(votes[-1] or {}), "parse_error": step.parse_error}
@@ -136,7 +137,7 @@ class ChatService:
         completions = done.step.completions
         choices = [choice_dict(i, c, self._calls(request, c.tool_calls), c.text, request.logprobs)
                    for i, c in enumerate(completions)]  # fmt: skip
-        usage = _usage(done.step.usage.prompt_tokens, done.step.usage.completion_tokens)
+        usage = _usage(done.step.usage.prompt_tokens, done.step.usage.completion_tokens, done.step.usage.cached_tokens)
         return completion_dict(request.model, choices, usage,
                                self._report(1, None, [None] * len(choices), done.retrieved))
 
@@ -165,5 +166,7 @@ class ChatService:
         return {"width": width, "vote": vote, "votes": votes, "knowledge": knowledge}
 
 
-def _usage(prompt: int, completion: int) -> dict[str, int]:
-    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+def _usage(prompt: int, completion: int, cached: int = 0) -> dict[str, Any]:
+    """OpenAI's usage object; ``prompt_tokens_details.cached_tokens``: what the engine's prefix cache held."""
+    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion,
+            "prompt_tokens_details": {"cached_tokens": cached}}  # fmt: skip
