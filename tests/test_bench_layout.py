@@ -49,3 +49,13 @@ def test_no_test_loads_a_bench_script_by_its_path():
              if "bench" in line.lower() and any(w in line for w in ("spec_from_file_location", "run_path",
                                                                     "SourceFileLoader"))]  # fmt: skip
     assert not found, found
+
+
+def test_the_analyses_command_names_scripts_that_exist():
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    out = subprocess.run([sys.executable, str(root / "bench" / "analyses.py"), "--list"], capture_output=True,
+                         text=True, check=True).stdout.splitlines()  # fmt: skip
+    assert out and all((root / line.split()[1]).is_file() for line in out)
