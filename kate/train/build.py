@@ -11,7 +11,6 @@ kill) asks the writer only for what it has not answered yet.
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -27,7 +26,7 @@ from kate.tasks.own_tools import content_sha256 as own_tools_sha256
 from kate.tasks.own_tools import load_items
 from kate.train.answers import AnswerWriter
 from kate.train.config import DataConfig
-from kate.train.data import build_rows, save_dataset, stats
+from kate.train.data import build_rows, rows_sha256, save_dataset, stats
 from kate.train.distractors import DistractorKnowledge
 from kate.train.render import StepRenderer, load_tokenizer
 from kate.train.steps import StepBuilder
@@ -50,6 +49,8 @@ def build_data(cfg: DataConfig, *, writer: ChatModel, knowledge: Knowledge | Non
     """Build and save the dataset; returns its manifest (with ``stats``)."""
     if cfg.own_tools_split not in (None, "train"):
         raise ValueError(f"own_tools_split={cfg.own_tools_split!r}: training reads only the own-tools task's train half")
+    if not 0.0 <= cfg.masking.share <= 1.0:
+        raise ValueError(f"masking.share must be in [0, 1], got {cfg.masking.share}")
     tokenizer = tokenizer if tokenizer is not None else load_tokenizer(cfg.model)
     renderer = StepRenderer(tokenizer)
     cache = LLMCache(cfg.writer.cache)
@@ -62,13 +63,13 @@ def build_data(cfg: DataConfig, *, writer: ChatModel, knowledge: Knowledge | Non
     trajectories = [t for path in cfg.trajectories for t in read_trajectories(path)]
     own = load_items(cfg.own_tools_split) if cfg.own_tools_split else []
     rows, skipped = build_rows(builder, entries, trajectories, renderer, rl_share=cfg.rl_share, seed=cfg.seed,
-                               own_tools=own, progress=progress)  # fmt: skip
+                               own_tools=own, mask_share=cfg.masking.share, mask_seed=cfg.masking.seed,
+                               progress=progress)  # fmt: skip
     if not rows:
         raise ValueError("no training step was built (every item skipped?): " + "; ".join(s.reason for s in skipped[:3]))
     describe = getattr(shown, "describe", None)
-    body = json.dumps(rows, sort_keys=True, ensure_ascii=False).encode("utf-8")
     manifest = {
-        "sha256": hashlib.sha256(body).hexdigest(),
+        "sha256": rows_sha256(rows),
         "model": cfg.model, "template_sha256": hashlib.sha256(renderer.template.encode("utf-8")).hexdigest(),
         "bfcl_eval": BFCL_VERSION, "split": "train (KATE's even indices)", "limit": cfg.limit,
         "source_data": {c: data_sha256((c,)) for c in categories},
@@ -83,6 +84,9 @@ def build_data(cfg: DataConfig, *, writer: ChatModel, knowledge: Knowledge | Non
         "skipped": [{"id": s.source_id, "reason": s.reason} for s in skipped],
         "stats": stats(rows),
     }  # fmt: skip
+    if cfg.masking.share > 0:  # recorded when used: a dataset built without masking keeps its manifest
+        manifest["masking"] = {"share": cfg.masking.share, "seed": cfg.masking.seed}
+        manifest["stats"]["masked"] = sum(1 for r in rows if r["masked"])
     save_dataset(rows, manifest, cfg.out_dir)
     return manifest
 
@@ -92,6 +96,6 @@ def print_stats(manifest: Mapping[str, Any]) -> None:
     print(f"[train data] {s['steps']} steps from {s['dialogues']} dialogues; skipped {len(manifest['skipped'])}")
     for key in ("part", "kind", "category", "answer_writer"):
         print(f"  {key:14s} " + ", ".join(f"{k}: {v}" for k, v in s[key].items()))
-    print(f"  with knowledge {s['with_knowledge']}, with distractors {s['with_distractor']}")
+    print(f"  with knowledge {s['with_knowledge']}, with distractors {s['with_distractor']}, masked {s.get('masked', 0)}")
     for key, p in s["tokens"].items():
         print(f"  tokens {key:10s} " + ", ".join(f"{k} {v}" for k, v in p.items()))

@@ -41,13 +41,23 @@ class DistractorConfig:
 
 
 @dataclass
+class MaskingConfig:
+    """Hammer-style function masking (``kate.train.masking``): names replaced, descriptions kept."""
+
+    share: float = help_field("share of dialogues (by a seeded hash of the id) whose function and parameter names "
+                              "become random strings in tools, prompt and target (0: none, the dataset as before)", 0.0)
+    seed: int = help_field("which dialogues are masked and the strings they get", 0)
+
+
+@dataclass
 class DataConfig:
     """``kate train data``: one example per assistant step of BFCL's training halves and of trajectory files."""
 
     model: str = help_field("the model trained: its chat template renders the steps, its tokenizer counts them",
                             "qwen2.5-coder-0.5b-instruct-q4_k_m")
     knowledge: Any = help_field("retrieval per entry kind, as the evaluated arm injects it (conf/retrieval/); null: none", None)
-    categories: List[str] = help_field("BFCL-V3 categories whose training halves (even indices) are read",
+    categories: List[str] = help_field("BFCL-V3 categories whose training halves (even indices) are read "
+                                       "(irrelevance and live_irrelevance give no_call steps)",
                                        factory=lambda: ["simple_python", "multiple", "parallel", "parallel_multiple",
                                                         "irrelevance", "multi_turn_base"])
     limit: Optional[int] = help_field("entries per category (null: the whole training half)", None)
@@ -56,6 +66,8 @@ class DataConfig:
     system_prompt: Optional[str] = help_field("dialogue system prompt, as the evaluated arm uses: kate | none | text", "kate")
     writer: AnswerWriterConfig = help_field("final-answer writer", factory=AnswerWriterConfig)
     distractors: DistractorConfig = help_field("foreign examples in the knowledge", factory=DistractorConfig)
+    masking: MaskingConfig = help_field("function and parameter names masked in a share of dialogues",
+                                        factory=MaskingConfig)
     no_call_answer: str = help_field("target text of a step whose ground truth is no call (single-turn)",
                                      "None of the available functions can do this, so I cannot make a call for it.")
     rl_share: float = help_field("share of dialogues/entries for the RL (GRPO) part; the rest is SFT (KATE: 0.5)", 0.5)

@@ -10,7 +10,8 @@ Columns: ``id``, ``source_id``, ``category``, ``kind`` (call | answer | no_call)
 ``turn``, ``index``, ``prompt`` (the messages as sent, JSON), ``completion`` (the target assistant
 message, JSON), ``tools`` (JSON), ``target_calls`` (JSON), ``target_answer``, ``hits`` (the knowledge
 shown, JSON), ``has_distractor``, ``answer_writer`` (who wrote a final answer), ``prompt_text`` /
-``completion_text`` (rendered), ``prompt_tokens`` / ``completion_tokens``.
+``completion_text`` (rendered), ``prompt_tokens`` / ``completion_tokens``, ``masked`` (its function and
+parameter names masked: ``kate.train.masking``).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from typing import Any
 from tqdm import tqdm
 
 from kate.io import atomic_folder, atomic_write_json
+from kate.train.masking import is_masked, mask_step, masking_for
 from kate.train.render import RenderError, StepRenderer, assistant_message
 from kate.train.steps import Skipped, SolvedStep, StepBuilder, iterate, sibling_ids
 
@@ -46,7 +48,7 @@ def _dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, sort_keys=False)
 
 
-def step_row(step: SolvedStep, renderer: StepRenderer, part: str) -> dict[str, Any]:
+def step_row(step: SolvedStep, renderer: StepRenderer, part: str, masked: bool = False) -> dict[str, Any]:
     """One dataset row: the step's messages, target and knowledge, rendered and counted."""
     target = assistant_message(step.target.calls, step.target.answer)
     prompt_text = renderer.prompt_text(step.prompt, step.tools)
@@ -61,14 +63,22 @@ def step_row(step: SolvedStep, renderer: StepRenderer, part: str) -> dict[str, A
         "hits": _dumps(step.hits), "has_distractor": any(h.get("distractor") for h in step.hits),
         "answer_writer": step.answer_label or "",
         "prompt_text": prompt_text, "completion_text": completion_text,
-        "prompt_tokens": len(ids) - sum(mask), "completion_tokens": sum(mask),
+        "prompt_tokens": len(ids) - sum(mask), "completion_tokens": sum(mask), "masked": masked,
     }  # fmt: skip
 
 
+def rows_sha256(rows: Sequence[Mapping[str, Any]]) -> str:
+    """The rows' sha256; an unmasked row hashes without its ``masked`` column, as rows were hashed
+    before masking existed (a dataset built with ``masking.share=0`` keeps its sha256)."""
+    plain = [{k: v for k, v in r.items() if k != "masked" or v} for r in rows]
+    return hashlib.sha256(json.dumps(plain, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()
+
+
 def build_rows(builder: StepBuilder, entries: Sequence[Any], trajectories: Sequence[Any], renderer: StepRenderer,
-               *, rl_share: float, seed: int, own_tools: Sequence[Any] = (),
-               progress: bool = True) -> tuple[list[dict[str, Any]], list[Skipped]]:  # fmt: skip
-    """Every item's rows (with its part) and the items left out, with why."""
+               *, rl_share: float, seed: int, own_tools: Sequence[Any] = (), mask_share: float = 0.0,
+               mask_seed: int = 0, progress: bool = True) -> tuple[list[dict[str, Any]], list[Skipped]]:  # fmt: skip
+    """Every item's rows (with its part) and the items left out, with why; ~``mask_share`` of the
+    items (by a seeded hash of the id) with their function and parameter names masked."""
     rows: list[dict[str, Any]] = []
     skipped: list[Skipped] = []
     bar = tqdm(iterate(builder, entries, trajectories, own_tools),
@@ -79,8 +89,10 @@ def build_rows(builder: StepBuilder, entries: Sequence[Any], trajectories: Seque
             skipped.append(result)
             continue
         part = part_of(source_id, seed, rl_share)
+        masked = is_masked(source_id, mask_seed, mask_share)
         try:
-            rows += [step_row(step, renderer, part) for step in result]
+            rows += [step_row(mask_step(step, masking_for(step.tools, source_id, mask_seed)) if masked else step,
+                              renderer, part, masked) for step in result]
         except RenderError as error:  # the item is left out, named; the build goes on
             skipped.append(Skipped(source_id, f"rendering: {error}"))
         bar.set_postfix(steps=len(rows), skipped=len(skipped))
