@@ -138,14 +138,24 @@ def test_cli_entry_point():
     assert bad.returncode == 2 and "usage" in bad.stdout
 
 
-@pytest.mark.parametrize("job", ["data", "sft", "grpo"])
+@pytest.mark.parametrize("job", ["data", "sft", "grpo", "dpo"])
 def test_every_training_job_config_is_typed_by_its_schema(job):
-    from kate.train.config import DataConfig, GRPOJobConfig, SFTJobConfig, register
+    from kate.train.config import DataConfig, DPOJobConfig, GRPOJobConfig, SFTJobConfig, register
 
     register()
-    schema = {"data": DataConfig, "sft": SFTJobConfig, "grpo": GRPOJobConfig}[job]
+    schema = {"data": DataConfig, "sft": SFTJobConfig, "grpo": GRPOJobConfig, "dpo": DPOJobConfig}[job]
     with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
         cfg = compose(f"train/{job}")
         assert OmegaConf.get_type(cfg) is schema
         with pytest.raises(Exception, match="no_such_key"):
             compose(f"train/{job}", overrides=["no_such_key=1"])
+
+
+def test_every_training_schema_field_has_help_text():
+    import dataclasses
+
+    from kate.train import config
+
+    schemas = [v for v in vars(config).values() if dataclasses.is_dataclass(v) and v.__module__ == config.__name__]
+    missing = [f"{s.__name__}.{f.name}" for s in schemas for f in dataclasses.fields(s) if not f.metadata.get("help")]
+    assert len(schemas) >= 9 and not missing

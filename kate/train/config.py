@@ -1,4 +1,4 @@
-"""Typed settings of the training jobs (``kate train data | sft | grpo``). Every field has help text,
+"""Typed settings of the training jobs (``kate train data | sft | grpo | dpo``). Every field has help text,
 as TRL's config dataclasses do; Hydra checks the YAML against these schemas, so a typo fails at start.
 
 The trainer settings are kate's, not TRL's: ``sft_args`` / ``grpo_args`` turn them into TRL's
@@ -13,7 +13,7 @@ from typing import Any, Dict, List, Optional
 
 from omegaconf import MISSING
 
-JOBS = ("data", "sft", "grpo")  # kate train <job>
+JOBS = ("data", "sft", "grpo", "dpo")  # kate train <job>
 
 
 def help_field(text: str, default: Any = MISSING, factory: Any = None) -> Any:
@@ -156,6 +156,21 @@ class GRPOJobConfig(TrainerConfig):
     use_vllm: bool = help_field("generate with vLLM (GPU users; see train/README.md)", False)
 
 
+@dataclass
+class DPOJobConfig(TrainerConfig):
+    """``kate train dpo``: DPOTrainer on preference pairs built from the step dataset (``kate.train.pairs``)."""
+
+    part: str = help_field("which part of the dataset: sft | rl | all (the RL part by default, as GRPO)", "rl")
+    output_dir: str = help_field("checkpoints (checkpoint-<step>/) and the final adapter", "train/runs/dpo")
+    learning_rate: float = help_field("peak learning rate (DPO moves less than SFT)", 5e-6)
+    pair_kinds: List[str] = help_field("step kinds that give pairs: call (a wrong call rejected), no_call (a call "
+                                       "where none is due rejected), answer (another call instead of the answer)",
+                                       factory=lambda: ["call", "no_call", "answer"])
+    beta: float = help_field("DPO's beta: how far from the reference (the start: base or init_adapter) it may move", 0.1)
+    loss_type: str = help_field("TRL's DPO loss: sigmoid | ipo | hinge | robust | ...", "sigmoid")
+    precompute_ref_log_probs: bool = help_field("compute the reference's log-probabilities once before training", False)
+
+
 def register() -> None:
     """The training jobs' schemas in Hydra's ConfigStore (``train_<job>_schema``)."""
     from hydra.core.config_store import ConfigStore
@@ -164,3 +179,4 @@ def register() -> None:
     store.store(name="train_data_schema", node=DataConfig)
     store.store(name="train_sft_schema", node=SFTJobConfig)
     store.store(name="train_grpo_schema", node=GRPOJobConfig)
+    store.store(name="train_dpo_schema", node=DPOJobConfig)
