@@ -1,15 +1,26 @@
 """Experiential knowledge (KATE): trajectories -> ST / ES / SIC / TIC entries -> a knowledge base
-on disk (entries, embeddings, faiss index, manifest)."""
+on disk (entries, embeddings, faiss index, manifest).
+
+The names below load on first use (PEP 562), so importing a light module of this package (the entry
+types, for a config schema) does not load faiss, numpy's index code or the embedder."""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
 
 from kate.knowledge import _quiet_faiss  # noqa: F401  (first: before faiss is imported)
-from kate.knowledge.build import BuildSpec, build_knowledge_base
-from kate.knowledge.embedder import Embedder
-from kate.knowledge.entries import TYPES, KnowledgeEntry
-from kate.knowledge.index import IndexSpec
-from kate.knowledge.store import KnowledgeBase, KnowledgeBaseError
-from kate.knowledge.trajectory import Trajectory, TrajectoryTurn, read_trajectories, write_trajectories
 
-__all__ = [
-    "TYPES", "BuildSpec", "Embedder", "IndexSpec", "KnowledgeBase", "KnowledgeBaseError", "KnowledgeEntry",
-    "Trajectory", "TrajectoryTurn", "build_knowledge_base", "read_trajectories", "write_trajectories",
-]
+_WHERE = {
+    "BuildSpec": "build", "build_knowledge_base": "build", "Embedder": "embedder", "TYPES": "entries",
+    "KnowledgeEntry": "entries", "IndexSpec": "index", "KnowledgeBase": "store", "KnowledgeBaseError": "store",
+    "Trajectory": "trajectory", "TrajectoryTurn": "trajectory", "read_trajectories": "trajectory",
+    "write_trajectories": "trajectory",
+}  # fmt: skip
+__all__ = sorted(_WHERE)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _WHERE:
+        raise AttributeError(f"module 'kate.knowledge' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"kate.knowledge.{_WHERE[name]}"), name)

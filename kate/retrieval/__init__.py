@@ -1,14 +1,24 @@
 """Retrieval: top-K knowledge entries above a similarity threshold, filtered; intent retrieval;
-injection templates; the policy's knowledge (``kate.retrieval.knowledge``)."""
+injection templates; the policy's knowledge (``kate.retrieval.knowledge``).
 
-from kate.retrieval.config import RetrievalConfig
-from kate.retrieval.inject import GUARDED, KATE, Template, render_knowledge, template_from
-from kate.retrieval.intent import IntentConfig, IntentRetriever, infer_intent
-from kate.retrieval.knowledge import KnowledgeByKind, RetrievalKnowledge, make_knowledge, retrieval_knowledge
-from kate.retrieval.retriever import Hit, Retriever
+The names below load on first use (PEP 562): a config schema that imports ``kate.retrieval.config``
+does not load the retriever, faiss or the embedder."""
 
-__all__ = [
-    "GUARDED", "KATE", "Hit", "IntentConfig", "IntentRetriever", "KnowledgeByKind", "RetrievalConfig",
-    "RetrievalKnowledge", "Retriever", "Template", "infer_intent", "make_knowledge", "render_knowledge",
-    "retrieval_knowledge", "template_from",
-]  # fmt: skip
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_WHERE = {
+    "RetrievalConfig": "config", "GUARDED": "inject", "KATE": "inject", "Template": "inject",
+    "render_knowledge": "inject", "template_from": "inject", "IntentConfig": "intent", "IntentRetriever": "intent",
+    "infer_intent": "intent", "KnowledgeByKind": "knowledge", "RetrievalKnowledge": "knowledge",
+    "make_knowledge": "knowledge", "retrieval_knowledge": "knowledge", "Hit": "retriever", "Retriever": "retriever",
+}  # fmt: skip
+__all__ = sorted(_WHERE)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _WHERE:
+        raise AttributeError(f"module 'kate.retrieval' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"kate.retrieval.{_WHERE[name]}"), name)
