@@ -10,8 +10,9 @@ keeps every finished record. The report is ``kate report`` over the folders, plu
     .venv/bin/python bench/full.py --only direct:single # one part of it
     .venv/bin/python bench/full.py --report-only
 
-Schedule (``SCHEDULE``, in order): direct single-turn, direct multi-turn, then the KATE arms
-(fixed width 8, the adaptive vote; three seeds each on single-turn), then the adapters.
+Schedule (``SCHEDULE``, in order): direct single-turn, direct multi-turn, then seed 0 of each KATE
+arm (the adaptive vote, fixed width 8, the adaptive vote on multi-turn) and of the adapters, so the
+first paired comparisons at full n come early; then seeds 1 and 2 of the sampled arms.
 """
 
 from __future__ import annotations
@@ -44,11 +45,13 @@ PARTS = {"single": list(SINGLE_TURN), "multi": ["multi_turn_base"]}
 SCHEDULE: list[tuple[str, str, str, list[int], list[str]]] = [
     ("direct", "direct", "single", [0], []),
     ("direct", "direct", "multi", [0], []),
-    ("st_w8v", "st_w8v", "single", [0, 1, 2], []),
-    ("st_w8a", "st_w8a", "single", [0, 1, 2], []),
+    ("st_w8a", "st_w8a", "single", [0], []),
+    ("st_w8v", "st_w8v", "single", [0], []),
     ("st_w8a", "st_w8a", "multi", [0], []),
     ("grpo_answers", "direct", "single", [0], [f"llm.lora={ADAPTERS['grpo_answers']}"]),
     ("sft_answers", "direct", "single", [0], [f"llm.lora={ADAPTERS['sft_answers']}"]),
+    ("st_w8a", "st_w8a", "single", [1, 2], []),
+    ("st_w8v", "st_w8v", "single", [1, 2], []),
     ("grpo_answers_st_w8v", "st_w8v", "single", [0], [f"llm.lora={ADAPTERS['grpo_answers']}"]),
 ]
 
@@ -132,17 +135,18 @@ def progress() -> list[dict]:
             folder = RUNS / name / f"seed_{seed}"
             records = [r for r in load_run(folder)[1] if r["id"] in want] if (folder / "meta.json").exists() else []
             rows.append({"arm": name, "part": part, "seed": seed, "done": len(records), "planned": len(want),
-                         "samples_per_step": samples_drawn(records), **_timing(times.get((name, part))),
+                         "samples_per_step": samples_drawn(records), **_timing(times.get((name, part, tuple(seeds)))),
                          "command": f".venv/bin/python bench/full.py --only {name}:{part}"})  # fmt: skip
     return rows
 
 
-def _times() -> dict[tuple[str, str], dict]:
-    """Per (arm, part): seconds summed over invocations, records they added, records per minute."""
+def _times() -> dict[tuple, dict]:
+    """Per (arm, part, seeds) of SCHEDULE: seconds summed over invocations, records they added, records
+    per minute (a row of several seeds runs them in one invocation: its time covers them all)."""
     path, out = RESULTS / "wall_times.jsonl", {}
     for line in path.read_text().splitlines() if path.exists() else []:
         row = json.loads(line)
-        t = out.setdefault((row["arm"], row["part"]), {"seconds": 0.0, "records": 0})
+        t = out.setdefault((row["arm"], row["part"], tuple(row["seeds"])), {"seconds": 0.0, "records": 0})
         t["seconds"] = round(t["seconds"] + row["seconds"], 1)
         t["records"] += row.get("records_at_end", 0) - row.get("records_at_start", 0)
     for t in out.values():
