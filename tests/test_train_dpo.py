@@ -102,7 +102,8 @@ def test_a_wrong_call_is_another_function_or_a_required_argument_changed_or_miss
 
 def test_a_call_where_none_is_due_fills_the_required_arguments_from_the_schema():
     assert filled_call(TOOLS[0]["function"]) == ToolCall("weather", {"city": "example", "unit": "celsius"})
-    assert filled_call({"name": "f", "parameters": {"properties": {"n": {"type": "integer"}}}}) == ToolCall("f", {"n": 1})
+    integer = {"name": "f", "parameters": {"properties": {"n": {"type": "integer"}}}}
+    assert filled_call(integer) == ToolCall("f", {"n": 1})
 
 
 def test_dpo_refuses_unknown_pair_kinds_before_loading_anything(tmp_path):

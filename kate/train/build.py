@@ -96,6 +96,7 @@ def print_stats(manifest: Mapping[str, Any]) -> None:
     print(f"[train data] {s['steps']} steps from {s['dialogues']} dialogues; skipped {len(manifest['skipped'])}")
     for key in ("part", "kind", "category", "answer_writer"):
         print(f"  {key:14s} " + ", ".join(f"{k}: {v}" for k, v in s[key].items()))
-    print(f"  with knowledge {s['with_knowledge']}, with distractors {s['with_distractor']}, masked {s.get('masked', 0)}")
+    print(f"  with knowledge {s['with_knowledge']}, with distractors {s['with_distractor']}, "
+          f"masked {s.get('masked', 0)}")
     for key, p in s["tokens"].items():
         print(f"  tokens {key:10s} " + ", ".join(f"{k} {v}" for k, v in p.items()))

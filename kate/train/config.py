@@ -166,7 +166,8 @@ class DPOJobConfig(TrainerConfig):
     pair_kinds: List[str] = help_field("step kinds that give pairs: call (a wrong call rejected), no_call (a call "
                                        "where none is due rejected), answer (another call instead of the answer)",
                                        factory=lambda: ["call", "no_call", "answer"])
-    beta: float = help_field("DPO's beta: how far from the reference (the start: base or init_adapter) it may move", 0.1)
+    beta: float = help_field("DPO's beta: how far from the reference (the start: base or init_adapter) it moves",
+                             0.1)
     loss_type: str = help_field("TRL's DPO loss: sigmoid | ipo | hinge | robust | ...", "sigmoid")
     precompute_ref_log_probs: bool = help_field("compute the reference's log-probabilities once before training", False)
 

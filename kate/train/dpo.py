@@ -63,8 +63,8 @@ def run_dpo(cfg: DPOJobConfig) -> dict[str, Any]:
         raise ValueError(f"{cfg.data_dir}: no {cfg.part} pair fits max_length={cfg.max_length} ({counts})")
     sample = kept[0]["prompt"]
     if tokenizer(sample)["input_ids"] != tokenizer(sample, add_special_tokens=False)["input_ids"]:
-        raise ValueError(f"{cfg.model}: the tokenizer adds special tokens (a BOS) to the rendered prompts, which already "
-                         "carry the template's own; DPO would see them twice")
+        raise ValueError(f"{cfg.model}: the tokenizer adds special tokens (a BOS) to the rendered prompts, which "
+                         "already carry the template's own; DPO would see them twice")
     callbacks = [MetricsLog(cfg.output_dir), NameBase(cfg.model)]
     probe = probe_callback(cfg, cfg.data_dir)
     callbacks += [probe] if probe is not None else []

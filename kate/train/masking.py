@@ -1,7 +1,7 @@
 """Hammer-style function masking for training steps: in a share of dialogues, every offered
 function's name and each of its parameter names is replaced by a random-looking string, the same
-way in the tools, the prompt (calls in the history, function names in any text, the calls shown by
-knowledge) and the target calls, while descriptions are kept, so the model must read descriptions
+way in the tools, the prompt (calls in the history, tool results' names, the calls that knowledge
+shows) and the target calls, while descriptions are kept, so the model must read descriptions
 rather than match names (Hammer, Lin et al. 2024).
 
     masking = masking_for(step.tools, step.source_id, seed=0)
@@ -64,13 +64,15 @@ class Masking:
         return ToolCall(original, {params.get(k, k): v for k, v in call.arguments.items()}, call.call_id)
 
     def text(self, text: str) -> str:
-        """Function names replaced wherever they stand as names; parameter names inside calls to them
-        (``name(p=...)`` and ``{"name": "name", "arguments": {"p": ...}}``, as knowledge shows calls)."""
+        """The calls written in a text (``name(p=...)`` and ``{"name": "name", "arguments": {"p": ...}}``,
+        as knowledge shows calls): their function and parameter names masked. Words elsewhere stay, the
+        user's own question included (a function named ``find`` leaves "find the file" as it is)."""
         if not self.functions or not text:
             return text
-        names = sorted(self.functions, key=len, reverse=True)
-        pattern = re.compile(r"(?<![\w.])(" + "|".join(map(re.escape, names)) + r")(?![\w])")
-        text = pattern.sub(lambda m: self.functions[m.group(1)], text)
+        names = "|".join(map(re.escape, sorted(self.functions, key=len, reverse=True)))
+        text = re.sub(r"(?<![\w.])(" + names + r")(?=\s*\()", lambda m: self.functions[m.group(1)], text)
+        text = re.sub(r'("name":\s*")(' + names + r')(")', lambda m: m.group(1) + self.functions[m.group(2)] + m.group(3),
+                      text)  # fmt: skip
         for original, masked in self.functions.items():
             params = self.params.get(original, {})
             if params:
@@ -181,9 +183,8 @@ def mask_message(message: Mapping[str, Any], masking: Masking) -> dict[str, Any]
 
 
 def mask_step(step: SolvedStep, masking: Masking) -> SolvedStep:
-    """The step with every offered name masked: tools, prompt, target (calls, answer text), hits' text."""
-    target = replace(step.target, calls=tuple(masking.call(c) for c in step.target.calls),
-                     answer=masking.text(step.target.answer) if step.target.answer else step.target.answer)
-    hits = [{**h, "text": masking.text(h["text"])} if isinstance(h.get("text"), str) else dict(h) for h in step.hits]
+    """The step with every offered name masked: tools, prompt, target calls (a written answer and the
+    hits' recorded questions are plain text, kept)."""
+    target = replace(step.target, calls=tuple(masking.call(c) for c in step.target.calls))
     return replace(step, tools=[mask_tool(t, masking) for t in step.tools or []] if step.tools is not None else None,
-                   prompt=[mask_message(m, masking) for m in step.prompt], target=target, hits=hits)  # fmt: skip
+                   prompt=[mask_message(m, masking) for m in step.prompt], target=target)  # fmt: skip
