@@ -13,12 +13,11 @@ where their settings were chosen.
 
 from __future__ import annotations
 
-import math
-import statistics
 from pathlib import Path
 
 from kate.bfcl.checkers import score_single_turn
 from kate.bfcl.data import load_entries
+from kate.eval.adaptive_selection import FIRST_STEP, paired
 from kate.eval.revote import revote_record, stored_samples
 from kate.eval.run_store import load_run
 from kate.io import atomic_write_json
@@ -31,23 +30,12 @@ SOURCES = {
     "0.5B st_calls_w8v": RUNS / "st_calls_w8v" / "seed_0",
     "1.5B st_calls_w8v": RUNS / "models" / "qwen2.5-coder-1.5b-instruct-q4_k_m" / "st_calls_w8v" / "seed_0",
 }
-RULES = {f"first{k}_step2{'_act_first' if act else ''}": dict(first=k, step=2, act_first=act)
-         for k in (2, 3, 4) for act in (False, True)}  # fmt: skip
+RULES = FIRST_STEP  # first 2, 3 or 4 samples, then 2 at a time; with and without act-first
 
 
 def entries_by_id(records: list[dict]) -> dict:
     categories = {r["category"] for r in records}
     return {e.id: e for c in categories for e in load_entries(c, "test", None)}
-
-
-def paired(base: list[dict], other: list[dict]) -> dict:
-    """Entries fixed and broken against the fixed vote, and the difference in points with its 95% interval."""
-    diffs = [int(bool(b["valid"])) - int(bool(a["valid"])) for a, b in zip(base, other)]
-    mean = statistics.fmean(diffs)
-    half = 1.96 * statistics.stdev(diffs) / math.sqrt(len(diffs)) if len(diffs) > 1 else 0.0
-    low, high = mean - half, mean + half
-    return {"fixed": diffs.count(1), "broken": diffs.count(-1),
-            "points": round(100 * mean, 1), "ci95": [round(100 * low, 1), round(100 * high, 1)]}  # fmt: skip
 
 
 def replay_source(folder: Path) -> dict:

@@ -12,39 +12,52 @@ keeps every finished record. The report is ``kate report`` over the folders, plu
 
 Schedule (``SCHEDULE``, in order): direct single-turn, direct multi-turn, then seed 0 of each KATE
 arm (the adaptive vote, fixed width 8, the adaptive vote on multi-turn) and of the adapters, so the
-first paired comparisons at full n come early; then seeds 1 and 2 of the sampled arms.
+first paired comparisons at full n come early; then seeds 1 and 2 of the sampled arms. Before the
+adaptive arm, three selection runs on 20 training-half entries per single-turn category (``select``):
+``bench/adaptive_select.py`` chooses the adaptive vote's settings from them by a rule fixed in advance
+(kate.eval.adaptive_selection) into ``adaptive_selection.json``; ``st_w8a`` waits for that file.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import subprocess
+import sys
 import threading
 import time
-from pathlib import Path
 
 from hydra import compose, initialize_config_dir
 
 from kate.bfcl.data import SINGLE_TURN, load_entries
 from kate.cli import CONF_DIR
-from kate.eval.config import IN_FLIGHT, plain
+from kate.eval.config import IN_FLIGHT
 from kate.eval.report_cmd import run_report
 from kate.eval.results_doc import write_results_doc
 from kate.eval.run_eval import run_eval
 from kate.eval.run_store import load_run
 from kate.io import atomic_write_json, atomic_write_text
 
-ROOT = Path(__file__).resolve().parents[1]
-RUNS, RESULTS = ROOT / "bench" / "runs" / "full", ROOT / "bench" / "results" / "full"
+from full_tables import RESULTS, ROOT, RUNS, against_sequential, cache_table, published_table  # bench/, beside it
 WORKERS = IN_FLIGHT  # entries in flight (bench/results/inflight.json)
-BASE = ["llm.max_parallel=8", "split=test", "limit=null"]  # max_parallel as every committed arm ran with
+BASE = ["llm.max_parallel=8"]  # max_parallel as every committed arm ran with
 ADAPTERS = {"grpo_answers": "bench/runs/train/grpo_answers/final/adapter.gguf",
             "sft_answers": "bench/runs/train/sft_answers/final/adapter.gguf"}  # fmt: skip
-PARTS = {"single": list(SINGLE_TURN), "multi": ["multi_turn_base"]}
+# part -> (categories, split, entries per category): the test half at full n, and the selection set on
+# the training half where the adaptive vote's settings are chosen (never on the test half)
+PARTS = {"single": (list(SINGLE_TURN), "test", None), "multi": (["multi_turn_base"], "test", None),
+         "select": (list(SINGLE_TURN), "train", 20)}  # fmt: skip
+SELECTION = RESULTS / "adaptive_selection.json"  # the adaptive vote's chosen overrides (bench/adaptive_select.py)
+CHOSEN = ("st_w8a",)  # arms that run with SELECTION's overrides, and wait until it exists
 # (arm name in bench/runs/full, conf/arm name, part, seeds, extra overrides)
 SCHEDULE: list[tuple[str, str, str, list[int], list[str]]] = [
     ("direct", "direct", "single", [0], []),
     ("direct", "direct", "multi", [0], []),
+    # the selection runs: fixed width 8 (replays every first/step rule), the greedy gate that never
+    # commits (each step keeps its greedy confidence: every threshold replays), a cooler first draw
+    ("select_st_w8v", "st_w8v", "select", [0], []),
+    ("select_st_w8a_gate", "st_w8a", "select", [0], ["sampling.gate_logprob=1.0"]),
+    ("select_st_w8a_t05", "st_w8a", "select", [0], ["sampling.first_temperature=0.5"]),
     ("st_w8a", "st_w8a", "single", [0], []),
     ("st_w8v", "st_w8v", "single", [0], []),
     ("st_w8a", "st_w8a", "multi", [0], []),
@@ -57,9 +70,20 @@ SCHEDULE: list[tuple[str, str, str, list[int], list[str]]] = [
 
 
 def overrides(name: str, arm: str, part: str, seeds: list[int], extra: list[str]) -> list[str]:
-    categories = ",".join(PARTS[part])
-    return [f"arm={arm}", *BASE, f"categories=[{categories}]", f"seeds=[{','.join(map(str, seeds))}]",
-            f"workers={WORKERS}", f"name={name}", f"out_dir={RUNS / name}", *extra]  # fmt: skip
+    categories, split, limit = PARTS[part]
+    where = [f"categories=[{','.join(categories)}]", f"split={split}", f"limit={'null' if limit is None else limit}"]
+    return [f"arm={arm}", *BASE, *where, f"seeds=[{','.join(map(str, seeds))}]", f"workers={WORKERS}",
+            f"name={name}", f"out_dir={RUNS / name}", *chosen(name), *extra]  # fmt: skip
+
+
+def chosen(name: str) -> list[str]:
+    """The overrides chosen on the training half for an arm of CHOSEN (SELECTION's ``overrides``)."""
+    if name not in CHOSEN:
+        return []
+    if not SELECTION.exists():
+        raise FileNotFoundError(f"{SELECTION}: {name} runs with the settings chosen on the training half; "
+                                "run the select_* parts, then bench/adaptive_select.py")  # fmt: skip
+    return list(json.loads(SELECTION.read_text())["overrides"])
 
 
 def run_part(name: str, arm: str, part: str, seeds: list[int], extra: list[str]) -> None:
@@ -113,7 +137,8 @@ class WallClock:
 
 
 def planned(part: str) -> set[str]:
-    return {e.id for c in PARTS[part] for e in load_entries(c, "test", None)}
+    categories, split, limit = PARTS[part]
+    return {e.id for c in categories for e in load_entries(c, split, limit)}
 
 
 def samples_drawn(records: list[dict]) -> float | None:
@@ -159,100 +184,6 @@ def _timing(t: dict | None) -> dict:
     return {"wall_s": t.get("seconds"), "timed_records": t.get("records"), "records_per_min": t.get("records_per_min")}
 
 
-def cache_table() -> list[str]:
-    """Multi-turn pace per invocation and the engine's cache size, and the share of prompt tokens the
-    prefix cache held in the dialogues that record it (Usage.cached_tokens)."""
-    path = RESULTS / "wall_times.jsonl"
-    rows = [json.loads(x) for x in path.read_text().splitlines()] if path.exists() else []
-    lines = ["## The cache (multi_turn_base)", "", "| arm | invocation started | kv_cells | wall (s) | dialogues "
-             "added | s per dialogue |", "|---|---|---|---|---|---|"]  # fmt: skip
-    for r in (r for r in rows if r["part"] == "multi" and r.get("records_at_end", 0) > r.get("records_at_start", 0)):
-        added = r["records_at_end"] - r["records_at_start"]
-        cells = r.get("kv_cells") or "32768 (n_ctx; before kv_cells)"
-        lines.append(f"| {r['arm']} | {r['started']} | {cells} | {r['seconds']} | {added} | {r['seconds'] / added:.0f} |")
-    for name in dict.fromkeys(n for n, _, part, *_ in SCHEDULE if part == "multi"):
-        folder = RUNS / name / "seed_0"
-        records = [r for r in load_run(folder)[1] if r["category"] == "multi_turn_base"] if folder.exists() else []
-        usages = [t["usage"] for r in records for t in r.get("turns", []) if "cached_tokens" in t["usage"]]
-        dialogues = sum(all("cached_tokens" in t["usage"] for t in r.get("turns", [])) for r in records)
-        if usages:
-            cached, prompt = sum(u["cached_tokens"] for u in usages), sum(u["prompt_tokens"] for u in usages)
-            lines += ["", f"`{name}`: the prefix cache held {cached:,} of {prompt:,} prompt tokens "
-                      f"({100 * cached / prompt:.1f}%) in the {dialogues} dialogues that record it."]  # fmt: skip
-    return lines
-
-
-SEQUENTIAL = ROOT / "bench" / "runs" / "direct" / "seed_0"  # the committed direct arm, one entry at a time
-
-
-def step_texts(record: dict) -> list:
-    if "outputs" in record:
-        return list(record["outputs"] or [])
-    return [s.get("text") for t in record.get("turns", []) for s in t.get("steps", [])]
-
-
-def against_sequential() -> dict | None:
-    """The full run's direct records (entries in flight) against the committed sequential direct
-    records of the same entries and config: outputs that differ, entries fixed and broken."""
-    folder = RUNS / "direct" / "seed_0"
-    if not (folder / "meta.json").exists() or not (SEQUENTIAL / "meta.json").exists():
-        return None
-    meta, records = load_run(folder)
-    old_meta, old = load_run(SEQUENTIAL)
-    by_id = {r["id"]: r for r in old}
-    pairs = [(by_id[r["id"]], r) for r in records if r["id"] in by_id]
-    return {
-        "same_fingerprint": meta.get("fingerprint") == old_meta.get("fingerprint"),
-        "entries": len(pairs),
-        "outputs_differ": sum(step_texts(a) != step_texts(b) for a, b in pairs),
-        "right_sequential": sum(bool(a["valid"]) for a, _ in pairs),
-        "right_in_flight": sum(bool(b["valid"]) for _, b in pairs),
-        "fixed": sorted(b["id"] for a, b in pairs if b["valid"] and not a["valid"]),
-        "broken": sorted(b["id"] for a, b in pairs if a["valid"] and not b["valid"]),
-        "runtime_sequential": old_meta.get("runtime"), "runtime_in_flight": meta.get("runtime"),
-        "note": "the sequential records were made in an earlier session, possibly on another build of llama.cpp; "
-                "bench/results/inflight.json compares the two on one machine and one build",
-    }  # fmt: skip
-
-
-# BFCL-V3 leaderboard column -> the categories kate measures it by (their unweighted mean, as BFCL's
-# own summary computes it)
-PUBLISHED_COLUMNS = {
-    "non_live_simple_ast": ["simple_python", "simple_java", "simple_javascript"],
-    "non_live_multiple_ast": ["multiple"], "non_live_parallel_ast": ["parallel"],
-    "non_live_parallel_multiple_ast": ["parallel_multiple"], "live_simple_ast": ["live_simple"],
-    "live_multiple_ast": ["live_multiple"], "live_parallel_ast": ["live_parallel"],
-    "live_parallel_multiple_ast": ["live_parallel_multiple"], "irrelevance_non_live": ["irrelevance"],
-    "live_irrelevance": ["live_irrelevance"], "relevance_live": ["live_relevance"],
-    "multi_turn_base": ["multi_turn_base"],
-}  # fmt: skip
-PUBLISHED_CHECKPOINT = "2025/04/25"  # one leaderboard checkpoint, so the columns compare
-
-
-def published_table(arm: str = "direct") -> list[str]:
-    """kate's ``arm`` per leaderboard column, beside other models' published figures of one checkpoint."""
-    published = json.loads((RESULTS / "published.json").read_text())
-    models = [m for m in published["models"] if PUBLISHED_CHECKPOINT in m.get("source_date", "")]
-    summary = RESULTS / "summary.json"
-    ours = json.loads(summary.read_text()).get(arm, {}).get("per_category", {}) if summary.exists() else {}
-    head = ["BFCL-V3 column", f"kate `{arm}` here (test half, n)"] + [m["leaderboard_name"] for m in models]
-    lines = [f"## Other models' published figures (BFCL-V3 leaderboard {PUBLISHED_CHECKPOINT}; not measured by kate)",
-             "", f"Source and quotes: `bench/results/full/published.json`. kate's column is this benchmark's "
-             "default model (Qwen2.5-Coder-0.5B-Instruct, Q4_K_M, prompted by kate) on KATE's test half, not "
-             "the leaderboard's full categories; a cell is the unweighted mean of the categories named, with "
-             "their summed n. multi_turn_base counts dialogues solved.", "",
-             "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]  # fmt: skip
-    for column, categories in PUBLISHED_COLUMNS.items():
-        got = [ours[c] for c in categories if c in ours]
-        mine = "-"
-        if len(got) == len(categories):
-            mean = 100 * sum(g["accuracy"] for g in got) / len(got)
-            mine = f"{mean:.1f} (n={sum(g['n'] for g in got)}; {'+'.join(categories)})"
-        cells = [f"{m['figures'][column]:.2f}" if column in m["figures"] else "-" for m in models]
-        lines.append(f"| {column} | {mine} | " + " | ".join(cells) + " |")
-    return lines
-
-
 def write_report() -> None:
     rows = progress()
     versus = against_sequential()
@@ -260,7 +191,8 @@ def write_report() -> None:
         atomic_write_json(RESULTS / "in_flight_vs_sequential.json", versus)
     RESULTS.mkdir(parents=True, exist_ok=True)
     atomic_write_json(RESULTS / "progress.json", rows)
-    arms = [n for n in dict.fromkeys(name for name, *_ in SCHEDULE) if (RUNS / n).exists()]
+    # the test-half arms (the selection runs are training-half records: never in this report)
+    arms = [n for n in dict.fromkeys(name for name, _, part, *_ in SCHEDULE if part != "select") if (RUNS / n).exists()]
     if arms:
         runs = "{" + ", ".join(f"{n}: {RUNS / n}" for n in arms) + "}"
         with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
@@ -278,10 +210,18 @@ def write_report() -> None:
               "Wall times are what `bench/full.py` measured per invocation, beating every minute so a stopped run keeps "
               "its time; invocations from before that clock existed are not timed, so `records they added` says how many "
               "records the seconds cover. Other work may have shared the two cores (see the commit log)."]  # fmt: skip
-    lines += ["", *cache_table()]
+    lines += ["", *cache_table(list(dict.fromkeys(n for n, _, part, *_ in SCHEDULE if part == "multi")))]
     lines += ["", *published_table()]
     atomic_write_text(RESULTS / "progress.md", "\n".join(lines) + "\n")
     write_results_doc(ROOT, readme=None)  # docs/results.md embeds these reports (its headline rows do not)
+
+
+def choose_when_selected() -> None:
+    """Once every selection run is complete, apply the rule fixed in advance (bench/adaptive_select.py)."""
+    selection = [(name, seeds) for name, _, part, seeds, _ in SCHEDULE if part == "select"]
+    if SELECTION.exists() or any(done_count(name, "select", seeds) < len(planned("select")) for name, seeds in selection):
+        return
+    subprocess.run([sys.executable, str(ROOT / "bench" / "adaptive_select.py")], cwd=ROOT, check=True)
 
 
 def main() -> None:
@@ -294,7 +234,12 @@ def main() -> None:
         for name, arm, part, seeds, extra in SCHEDULE:
             if wanted and (name, part) not in wanted:
                 continue
+            if name in CHOSEN and not SELECTION.exists():
+                print(f"skipped {name}:{part}: it waits for {SELECTION.name} (its settings, chosen on the training half)")
+                continue
             run_part(name, arm, part, seeds, extra)
+            if part == "select":
+                choose_when_selected()
             write_report()
     write_report()
 
