@@ -1,6 +1,7 @@
 """``kate kb``: build | query | inspect a knowledge base (Hydra config ``conf/kb.yaml``).
 
     kate kb action=build kb=bfcl_st                       # ST only, no model
+    kate kb action=build kb=bfcl_distilled                # lessons written by `llm` from judged training runs
     kate kb action=build                                  # the shipped base; ES/SIC/TIC by `llm`
     kate kb action=query query="List my files" api_classes=[GorillaFileSystem]
     kate kb action=query query="What is the capital of Brazil?" retrieval=single_turn \\
@@ -41,9 +42,14 @@ def run_kb(cfg: DictConfig) -> Any:
 
 def _build(cfg: DictConfig):
     from kate.knowledge.build import build_knowledge_base
+    from kate.knowledge.distilled import DistilledSpec, build_distilled
     from kate.knowledge.entries import LLM_TYPES
 
     spec = instantiate(cfg.kb)
+    if isinstance(spec, DistilledSpec):  # conf/kb/bfcl_distilled.yaml: lessons written from judged runs
+        kb = build_distilled(spec, writer=instantiate(cfg.llm))
+        print(json.dumps({k: v for k, v in kb.stats().items() if k != "clusters"}, indent=2))
+        return kb
     writer = instantiate(cfg.llm) if any(t in LLM_TYPES for t in spec.types) else None
     kb = build_knowledge_base(spec, writer=writer)
     print(json.dumps({k: v for k, v in kb.stats().items() if k != "clusters"}, indent=2))

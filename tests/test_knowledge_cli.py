@@ -12,6 +12,7 @@ from hydra import compose, initialize_config_dir
 from kate.cli import CONF_DIR
 from kate.eval.config import instantiate
 from kate.knowledge.build import BuildSpec
+from kate.knowledge.distilled import DistilledSpec
 from kate.kb_cmd import run_kb
 from kate.knowledge.trajectory import Trajectory, TrajectoryTurn, write_trajectories
 from kate.retrieval import RetrievalConfig
@@ -27,6 +28,9 @@ def _compose(*overrides: str):
 @pytest.mark.parametrize("option", sorted(p.stem for p in (Path(CONF_DIR) / "kb").glob("*.yaml")))
 def test_every_kb_option_instantiates(option):
     spec = instantiate(_compose(f"kb={option}").kb)
+    if isinstance(spec, DistilledSpec):  # lessons from judged runs (kate/knowledge/distilled.py)
+        assert spec.runs
+        return
     assert isinstance(spec, BuildSpec) and spec.types
 
 

@@ -29,6 +29,28 @@ BuildSchema = target_schema("BuildSchema", "kate.knowledge.build.BuildSpec", con
     "limit": "entries per category (tests, smoke runs); null: all",
 })  # fmt: skip
 
+DistilledSchema = target_schema("DistilledSchema", "kate.knowledge.distilled.DistilledSpec", convert="all", helps={
+    "name": "the base's folder name under root",
+    "root": "the folder knowledge bases are written under",
+    "runs": "run folders (records.jsonl) of the policy model on training items, judged by BFCL's checkers",
+    "categories": "BFCL categories whose training items the records are read against",
+    "split": "KATE's half the records' items come from: train (even index)",
+    "cases_per_entry": "judged cases one request to the writer shows (a group larger is cut into chunks)",
+    "max_entries": "cap on writer requests (chunks, round-robin over the groups); null: all",
+    "copied": "strip | reject: an entry carrying the cases' literal argument values",
+    "max_stripped": "strip: an entry that copied more values than this is refused (it rewrote a case); null: never",
+    "embed_examples": "case requests embedded after the title and when-line (embedded only, never shown)",
+    "temperature": "the writer's sampling temperature",
+    "max_tokens": "the writer's answer length",
+    "seed": "the writer's seed",
+    "max_words": "each field is cut to this many words (the title to 12)",
+    "embedding_model": "the sentence embedder (a kate model name)",
+    "index": "the faiss index: {kind: flat | hnsw | ivf, ...IndexSpec fields}",
+    "cache_dir": "LLM answers by content hash: rebuilds ask only what changed",
+    "limit": "training items per category (tests, smoke runs); null: all",
+    "workers": "requests to the writer in flight together (a local engine batches them)",
+})  # fmt: skip
+
 EmbedderSchema = target_schema("EmbedderSchema", "kate.knowledge.embedder.Embedder", helps={
     "model": "the sentence embedder (a kate model name)",
     "device": "cpu | cuda",
@@ -38,4 +60,4 @@ EmbedderSchema = target_schema("EmbedderSchema", "kate.knowledge.embedder.Embedd
     "threads": "torch threads while embedding; null: torch's default",
 })  # fmt: skip
 
-GROUPS = {"retrieval": {"retrieval": RetrievalSchema}, "kb": {"build": BuildSchema}}
+GROUPS = {"retrieval": {"retrieval": RetrievalSchema}, "kb": {"build": BuildSchema, "distilled": DistilledSchema}}

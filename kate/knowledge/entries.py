@@ -11,6 +11,8 @@ text-style intent knowledge: one per cluster of similar questions of one API cla
 * ES:  the ST fields plus ``summary`` (the ~100-word analysis/advice)
 * SIC: ``intent``, ``steps`` (list of script steps), ``examples`` (a few member questions), ``size``
 * TIC: ``intent``, ``summary``, ``examples``, ``size``
+* distilled: ``title``, ``when``, ``do``, ``avoid`` (a lesson written from judged answers,
+  ``kate.knowledge.distilled``), ``category``, ``verdict``, ``cases``, ``stripped``
 
 ``tool_names``: the function names the entry's calls use (the single-turn filter: an entry is
 shown only when the current tools offer all of them). ``source_ids``: the trajectory and turn ids
@@ -26,7 +28,7 @@ from typing import Any
 
 from kate.toolcall import ToolCall, canonical_json
 
-TYPES = ("ST", "ES", "SIC", "TIC")
+TYPES = ("ST", "ES", "SIC", "TIC", "distilled")
 LLM_TYPES = ("ES", "SIC", "TIC")
 
 

@@ -23,8 +23,8 @@ class RetrievalConfig:
     kb: str = field(default="bfcl_train", metadata=help_meta("a name under root, or a path to a knowledge base folder "
                                                          "(bfcl_train ships)"))
     root: str = field(default="knowledge_bases", metadata=help_meta("the folder knowledge base names are under"))
-    types: Sequence[str] = field(default=("ST",), metadata=help_meta("entry types to retrieve (ST | ES | SIC | TIC), in "
-                                                                 "tie-break priority order"))
+    types: Sequence[str] = field(default=("ST",), metadata=help_meta("entry types to retrieve (ST | ES | SIC | TIC | "
+                                                                 "distilled), in tie-break priority order"))
     top_k: int = field(default=3, metadata=help_meta("most entries injected"))
     threshold: float = field(default=0.5, metadata=help_meta("cosine similarity an entry needs (>=)"))
     filter_api_classes: bool = field(default=True, metadata=help_meta("only entries of the task's API classes "
@@ -57,6 +57,9 @@ class RetrievalConfig:
         "Embedder keywords of the query side (model, query_quantization, threads)"))
     index: Mapping[str, Any] = field(default_factory=dict, metadata=help_meta(
         "search-time IndexSpec fields (hnsw_ef_search, ivf_nprobe)"))
+    beside: Mapping[str, Any] = field(default_factory=dict, metadata=help_meta(
+        "a second retrieval (RetrievalConfig's fields: its own kb, types, top_k, threshold, filters) whose hits "
+        "follow this one's, written with this template (e.g. distilled lessons beside ST); empty: none"))
 
     def __post_init__(self) -> None:
         self.types = list(check_types(self.types))
@@ -71,6 +74,19 @@ class RetrievalConfig:
             raise ValueError(f"api_class_match must be one of {CLASS_MATCHES}, got {self.api_class_match!r}")
         self.intent, self.template = dict(self.intent), dict(self.template)
         self.embedder, self.index = dict(self.embedder), dict(self.index)
+        # a node (Hydra instantiates its _target_) or plain fields; kept as the full fields, so both read alike.
+        # A bad key or value in it fails here, before any base is opened
+        second = self.beside if isinstance(self.beside, RetrievalConfig) else (
+            RetrievalConfig(**{k: v for k, v in dict(self.beside).items() if not str(k).startswith("_")})
+            if self.beside else None)  # fmt: skip
+        self.beside = second.to_dict() if second is not None else {}
+
+    def beside_config(self) -> "RetrievalConfig | None":
+        return RetrievalConfig(**self.beside) if self.beside else None
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """The fields; ``beside`` only when set (so configs without one describe themselves as before)."""
+        out = asdict(self)
+        if not out["beside"]:
+            del out["beside"]
+        return out

@@ -3,7 +3,8 @@
 A ``Template`` is plain data (a Hydra config value): a header, one item format per entry type,
 a footer. Item fields: ``{n}`` (1-based), ``{question}``, ``{calls}``, ``{summary}``,
 ``{intent}``, ``{steps}``, ``{code}`` (code-action entries), ``{score}``, ``{results}`` and
-``{answer}`` (an ST entry's tool results and final reply, where its trajectory had them). Presets:
+``{answer}`` (an ST entry's tool results and final reply, where its trajectory had them), ``{title}``,
+``{when}``, ``{do}``, ``{avoid}`` (a distilled lesson, ``kate.knowledge.distilled``). Presets:
 
 * ``GUARDED`` (kate's default): examples are labelled as past examples from *other* tasks, not
   instructions; the model is told to call only the functions it has now and to take argument
@@ -48,12 +49,14 @@ GUARDED_ITEMS = {
     "SIC": ("Usual steps for requests like \"{intent}\" (<placeholders> stand for values from the current "
             "request):\n{steps}"),
     "TIC": "Guide for requests like \"{intent}\": {summary}",
+    "distilled": "Lesson {n} (learnt on earlier, other tasks): {title}\n  When: {when}\n  Do: {do}\n  Avoid: {avoid}",
 }
 KATE_ITEMS = {
     "ST": "Question: {question}\nCorrect tool-calling trajectory: {calls}",
     "ES": "Question: {question}\nCorrect tool-calling trajectory: {calls}\nAnalysis and advice: {summary}",
     "SIC": "Intent: {intent}\nSteps:\n{steps}",
     "TIC": "Intent: {intent}\nSummary: {summary}",
+    "distilled": "Lesson: {title}\nWhen: {when}\nDo: {do}\nAvoid: {avoid}",
 }
 
 
@@ -188,6 +191,7 @@ def render_hit(hit: Hit, n: int, template: Template, tools: Sequence[Mapping[str
         "code": payload.get("code", ""),
         "results": "; ".join(str(r) for r in payload.get("results") or []) or "(none)",
         "answer": payload.get("answer", ""),
+        **{name: payload.get(name, "") for name in ("title", "when", "do", "avoid")},  # distilled lessons
     }
     try:
         return template.items[entry.type].format(**fields)

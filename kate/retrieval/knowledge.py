@@ -7,7 +7,8 @@ filters, rendered with a template (``kate.agent.knowledge.Knowledge``).
 One ``RetrievalKnowledge`` serves every item: the filters come with each call, in the
 ``KnowledgeContext`` the task gives (API classes, the tools on offer, the item's own id to
 exclude). ``KnowledgeByKind`` picks per-kind settings (BFCL single-turn and multi-turn entries are
-filtered differently).
+filtered differently). A config's ``beside`` adds a second base's hits after its own (distilled lessons
+beside ST examples), one injection in the first's template.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ class RetrievalKnowledge:
     retriever: Retriever
     template: Template
     intent: IntentRetriever | None = None
+    beside: "RetrievalKnowledge | None" = None  # a second base's hits, after these (RetrievalConfig.beside)
 
     def hits(self, user_text: str, history: list[Message], context: KnowledgeContext) -> tuple[list[Hit], str | None]:
         filters = dict(api_classes=context.api_classes, tools=context.tools, exclude_ids=context.exclude_ids)
@@ -39,6 +41,8 @@ class RetrievalKnowledge:
         if self.intent is not None:
             intent, intent_hits = self.intent.retrieve(user_text, history, **filters)
             hits = hits + intent_hits
+        if self.beside is not None:
+            hits = hits + self.beside.hits(user_text, history, context)[0]
         return hits, intent
 
     def __call__(self, user_text: str, history: list[Message], context: KnowledgeContext) -> Retrieved | None:
@@ -53,7 +57,10 @@ class RetrievalKnowledge:
         """The retrieval settings and the knowledge base's manifest, less when and how fast it was
         built (``created``, ``build_stats``): the same entries, embeddings and index are the same knowledge."""
         manifest = {k: v for k, v in self.retriever.kb.manifest.items() if k not in VOLATILE_MANIFEST_KEYS}
-        return {"retrieval": self.retriever.config.to_dict(), "manifest": manifest}
+        out = {"retrieval": self.retriever.config.to_dict(), "manifest": manifest}
+        if self.beside is not None:
+            out["beside"] = self.beside.describe()
+        return out
 
 
 @dataclass
@@ -83,7 +90,12 @@ def retrieval_knowledge(retriever: Retriever, *, template: Template | Mapping[st
         if intent_model is None:
             raise ValueError("intent retrieval is enabled: pass intent_model= (the policy model)")
         intent_retriever = IntentRetriever(intent_model, retriever, intent_config)
-    return RetrievalKnowledge(retriever, template, intent_retriever)
+    beside = None
+    if (second := config.beside_config()) is not None:
+        same = second.embedder == config.embedder
+        beside_retriever = Retriever.from_config(second, embedder=retriever.embedder if same else None)
+        beside = retrieval_knowledge(beside_retriever, template=template, intent_model=intent_model)
+    return RetrievalKnowledge(retriever, template, intent_retriever, beside)
 
 
 def make_knowledge(configs: Mapping[str, RetrievalConfig | Mapping[str, Any] | None] | None,
