@@ -16,6 +16,7 @@ from pathlib import Path
 RANKS: dict[str, int] = {
     "kate": 0,  # the root package itself (kate/__init__.py: __version__)
     "kate.io": 0,
+    "kate.lazy": 0,  # a package's names loaded on first use (PEP 562)
     "kate.toolcall": 0,
     "kate.llm": 1,
     "kate.envs": 2,

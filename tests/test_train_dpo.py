@@ -18,14 +18,8 @@ from kate.train.data import load_dataset_dir
 from kate.train.pairs import build_pairs, filled_call, wrong_call
 from kate.train.rewards import call_correct, parse
 
-OWN = {
-    "id": "own_add", "source": "own",
-    "tools": [{"type": "function", "function": {"name": "add", "description": "Add two numbers.",
-               "parameters": {"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}},
-                              "required": ["a", "b"]}}}],
-    "turns": [{"user": "What is 2 plus 3?", "calls": [{"name": "add", "arguments": {"a": 2, "b": 3}}], "results": ["5"],
-               "answer": "2 plus 3 is 5."}],
-}  # fmt: skip
+from .train_fixtures import OWN
+
 TOOLS = [
     {"type": "function", "function": {"name": "weather", "description": "The weather in a city.",
      "parameters": {"type": "object", "properties": {

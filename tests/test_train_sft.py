@@ -19,16 +19,10 @@ from kate.llm.fake import FakeChatModel
 from kate.llm.registry import SMALL_TEST_MODEL
 from kate.train.config import GRPOJobConfig, ProbeConfig, SFTJobConfig
 
+from .train_fixtures import OWN
+
 pytestmark = pytest.mark.model
 
-OWN = {
-    "id": "own_add", "source": "own",
-    "tools": [{"type": "function", "function": {"name": "add", "description": "Add two numbers.",
-               "parameters": {"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}},
-                              "required": ["a", "b"]}}}],
-    "turns": [{"user": "What is 2 plus 3?", "calls": [{"name": "add", "arguments": {"a": 2, "b": 3}}], "results": ["5"],
-               "answer": "2 plus 3 is 5."}],
-}  # fmt: skip
 SMALL_PROBE = ProbeConfig(held_out=2, replay=1, near_miss=1, max_tokens=8)
 
 

@@ -6,10 +6,8 @@ types, for a config schema) does not load faiss, numpy's index code or the embed
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
-
 from kate.knowledge import _quiet_faiss  # noqa: F401  (first: before faiss is imported)
+from kate.lazy import lazy_names
 
 _WHERE = {
     "BuildSpec": "build", "build_knowledge_base": "build", "Embedder": "embedder", "TYPES": "entries",
@@ -18,9 +16,4 @@ _WHERE = {
     "write_trajectories": "trajectory",
 }  # fmt: skip
 __all__ = sorted(_WHERE)
-
-
-def __getattr__(name: str) -> Any:
-    if name not in _WHERE:
-        raise AttributeError(f"module 'kate.knowledge' has no attribute {name!r}")
-    return getattr(importlib.import_module(f"kate.knowledge.{_WHERE[name]}"), name)
+__getattr__ = lazy_names(__name__, _WHERE)

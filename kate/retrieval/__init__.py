@@ -6,8 +6,7 @@ does not load the retriever, faiss or the embedder."""
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from kate.lazy import lazy_names
 
 _WHERE = {
     "RetrievalConfig": "config", "GUARDED": "inject", "KATE": "inject", "Template": "inject",
@@ -16,9 +15,4 @@ _WHERE = {
     "make_knowledge": "knowledge", "retrieval_knowledge": "knowledge", "Hit": "retriever", "Retriever": "retriever",
 }  # fmt: skip
 __all__ = sorted(_WHERE)
-
-
-def __getattr__(name: str) -> Any:
-    if name not in _WHERE:
-        raise AttributeError(f"module 'kate.retrieval' has no attribute {name!r}")
-    return getattr(importlib.import_module(f"kate.retrieval.{_WHERE[name]}"), name)
+__getattr__ = lazy_names(__name__, _WHERE)

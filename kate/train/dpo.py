@@ -14,13 +14,13 @@ from pathlib import Path
 from typing import Any
 
 from kate.io import atomic_write_json
-from kate.train.callbacks import MetricsLog, NameBase, check_job, last_checkpoint
+from kate.train.callbacks import check_job, last_checkpoint
 from kate.train.config import DPOJobConfig
 from kate.train.data import load_dataset_dir
 from kate.train.model import finish, load_for_training
 from kate.train.pairs import KINDS, build_pairs
 from kate.train.render import StepRenderer
-from kate.train.sft import common_args, probe_callback, set_threads
+from kate.train.sft import check_single_bos, common_args, set_threads, trainer_callbacks
 
 COLUMNS = ("prompt", "chosen", "rejected")
 
@@ -61,13 +61,8 @@ def run_dpo(cfg: DPOJobConfig) -> dict[str, Any]:
     counts["too_long"] = len(pairs) - len(kept)
     if not kept:
         raise ValueError(f"{cfg.data_dir}: no {cfg.part} pair fits max_length={cfg.max_length} ({counts})")
-    sample = kept[0]["prompt"]
-    if tokenizer(sample)["input_ids"] != tokenizer(sample, add_special_tokens=False)["input_ids"]:
-        raise ValueError(f"{cfg.model}: the tokenizer adds special tokens (a BOS) to the rendered prompts, which "
-                         "already carry the template's own; DPO would see them twice")
-    callbacks = [MetricsLog(cfg.output_dir), NameBase(cfg.model)]
-    probe = probe_callback(cfg, cfg.data_dir)
-    callbacks += [probe] if probe is not None else []
+    check_single_bos(tokenizer, kept[0]["prompt"], cfg.model, "DPO")
+    callbacks = trainer_callbacks(cfg)
     dataset = Dataset.from_list([{k: p[k] for k in COLUMNS} for p in kept])
     trainer = DPOTrainer(model=model, args=args, train_dataset=dataset, processing_class=tokenizer, callbacks=callbacks)
     resume = last_checkpoint(cfg.output_dir)

@@ -16,12 +16,12 @@ from pathlib import Path
 from typing import Any
 
 from kate.io import atomic_write_json
-from kate.train.callbacks import MetricsLog, NameBase, check_job, last_checkpoint
+from kate.train.callbacks import check_job, last_checkpoint
 from kate.train.config import GRPOJobConfig
 from kate.train.data import load_dataset_dir
 from kate.train.model import finish, load_for_training
 from kate.train.rewards import call_correct, format_valid, no_call_penalty
-from kate.train.sft import common_args, probe_callback, set_threads
+from kate.train.sft import check_single_bos, common_args, set_threads, trainer_callbacks
 
 REWARD_FUNCS = (call_correct, format_valid, no_call_penalty)
 COLUMNS = ("prompt", "target_calls", "kind", "category", "source_id")
@@ -54,13 +54,8 @@ def run_grpo(cfg: GRPOJobConfig) -> dict[str, Any]:
         raise ValueError(f"{cfg.data_dir}: no {cfg.part} step has a prompt of <= {cfg.max_prompt_tokens} tokens")
     check_job(cfg, manifest)
     model, tokenizer = load_for_training(cfg.model, dtype=cfg.dtype, lora=cfg.lora, init_adapter=cfg.init_adapter)
-    sample = prompts[0]["prompt"]
-    if tokenizer(sample)["input_ids"] != tokenizer(sample, add_special_tokens=False)["input_ids"]:
-        raise ValueError(f"{cfg.model}: the tokenizer adds special tokens (a BOS) to the rendered prompts, which already "
-                         "carry the template's own; GRPO would see them twice")
-    callbacks = [MetricsLog(cfg.output_dir), NameBase(cfg.model)]
-    probe = probe_callback(cfg, cfg.data_dir)
-    callbacks += [probe] if probe is not None else []
+    check_single_bos(tokenizer, prompts[0]["prompt"], cfg.model, "GRPO")
+    callbacks = trainer_callbacks(cfg)
     trainer = GRPOTrainer(model=model, reward_funcs=list(REWARD_FUNCS), args=args,
                           train_dataset=Dataset.from_list(prompts), processing_class=tokenizer, callbacks=callbacks)
     resume = last_checkpoint(cfg.output_dir)

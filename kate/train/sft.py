@@ -46,6 +46,19 @@ def probe_callback(cfg: Any, data_dir: str) -> CheckpointProbe | None:
     return CheckpointProbe(sets, cfg.output_dir, max_tokens=cfg.probe.max_tokens)
 
 
+def trainer_callbacks(cfg: Any) -> list:
+    """What every trainer saves beside its checkpoints: the metrics log, the base's name, the probe."""
+    probe = probe_callback(cfg, cfg.data_dir)
+    return [MetricsLog(cfg.output_dir), NameBase(cfg.model), *([probe] if probe is not None else [])]
+
+
+def check_single_bos(tokenizer: Any, prompt: str, model: str, trainer: str) -> None:
+    """Refuse a tokenizer that adds a BOS to rendered prompts, which already carry the template's own."""
+    if tokenizer(prompt)["input_ids"] != tokenizer(prompt, add_special_tokens=False)["input_ids"]:
+        raise ValueError(f"{model}: the tokenizer adds special tokens (a BOS) to the rendered prompts, which already "
+                         f"carry the template's own; {trainer} would see them twice")
+
+
 def set_threads(threads: int | None) -> None:
     if threads:
         import torch
@@ -72,9 +85,7 @@ def run_sft(cfg: SFTJobConfig) -> dict[str, Any]:
         raise ValueError(f"{cfg.data_dir}: no {cfg.part} example fits max_length={cfg.max_length} ({counts})")
     dataset = Dataset.from_list([{"input_ids": e["input_ids"], "completion_mask": e["completion_mask"]} for e in examples])
     args = SFTConfig(**common_args(cfg), completion_only_loss=True, max_length=None)
-    callbacks = [MetricsLog(cfg.output_dir), NameBase(cfg.model)]
-    probe = probe_callback(cfg, cfg.data_dir)
-    callbacks += [probe] if probe is not None else []
+    callbacks = trainer_callbacks(cfg)
     trainer = SFTTrainer(model=model, args=args, train_dataset=dataset, processing_class=tokenizer, callbacks=callbacks)
     resume = last_checkpoint(cfg.output_dir)
     started = time.time()
