@@ -8,7 +8,7 @@ from kate.configs.targets import target_schema
 
 RetrievalSchema = target_schema("RetrievalSchema", "kate.retrieval.config.RetrievalConfig", convert="all")
 
-BuildSchema = target_schema("BuildSchema", "kate.knowledge.build.BuildSpec", convert="all", helps={
+BuildSchema = target_schema("BuildSchema", "kate.knowledge.specs.BuildSpec", convert="all", helps={
     "name": "the base's folder name under root",
     "root": "the folder knowledge bases are written under",
     "source": "bfcl (BFCL's data) | jsonl (kate-trajectory/1 JSONL, kate/knowledge/trajectory.py)",
@@ -29,7 +29,7 @@ BuildSchema = target_schema("BuildSchema", "kate.knowledge.build.BuildSpec", con
     "limit": "entries per category (tests, smoke runs); null: all",
 })  # fmt: skip
 
-DistilledSchema = target_schema("DistilledSchema", "kate.knowledge.distilled.DistilledSpec", convert="all", helps={
+DistilledSchema = target_schema("DistilledSchema", "kate.knowledge.specs.DistilledSpec", convert="all", helps={
     "name": "the base's folder name under root",
     "root": "the folder knowledge bases are written under",
     "runs": "run folders (records.jsonl) of the policy model on training items, judged by BFCL's checkers",

@@ -3,75 +3,30 @@ cached and resumable), embedded, indexed, saved atomically with its manifest."""
 
 from __future__ import annotations
 
-import dataclasses
 import re
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from kate.bfcl.data import CATEGORIES
 from kate.knowledge.attempts import failed_attempts, read_attempts, records_file
 from kate.knowledge.clustering import ClusterConfig
 from kate.knowledge.embedder import Embedder
-from kate.knowledge.entries import LLM_TYPES, KnowledgeEntry, check_types
+from kate.knowledge.entries import LLM_TYPES, KnowledgeEntry
 from kate.knowledge.es import ESConfig, es_entries
 from kate.knowledge.index import IndexSpec
 from kate.knowledge.intents import IntentConfig, intent_entries
 from kate.knowledge.llm_cache import LLMCache
+from kate.knowledge.specs import SOURCES, BuildSpec  # noqa: F401  (the spec, light: kate.knowledge.specs)
 from kate.knowledge.st import st_entries
 from kate.knowledge.store import KnowledgeBase
 from kate.knowledge.trajectory import Trajectory, read_trajectories
 from kate.llm.base import ChatModel
 from kate.llm.registry import sha256_of
 
-SOURCES = ("bfcl", "jsonl")
 
 
-@dataclass
-class BuildSpec:
-    """What to build (Hydra: ``conf/kb/*.yaml``). ``categories`` select BFCL categories (source
-    bfcl) or trajectory ``source`` names (source jsonl; empty = all)."""
-
-    name: str = "bfcl_train"
-    root: str = "knowledge_bases"
-    source: str = "bfcl"
-    categories: Sequence[str] = CATEGORIES
-    split: str = "train"
-    jsonl: str | None = None
-    types: Sequence[str] = ("ST", "ES", "SIC", "TIC")
-    llm_categories: Sequence[str] = ("multi_turn_base",)  # where ES/SIC/TIC are written; empty = all
-    embedding_model: str = "all-minilm-l6-v2"
-    index: Mapping[str, Any] = field(default_factory=lambda: {"kind": "flat"})
-    result_chars: int = 300
-    es: Mapping[str, Any] = field(default_factory=dict)
-    # a run folder of the policy model on these same (training) dialogues: the ES of the turns it got
-    # wrong are written from its attempt (kate/knowledge/attempts.py); null: from the ground truth alone
-    es_attempts: str | None = None
-    intents: Mapping[str, Any] = field(default_factory=dict)
-    cache_dir: str = "knowledge_bases/llm_cache"
-    limit: int | None = None  # per category (tests, smoke runs)
-
-    def __post_init__(self) -> None:
-        if self.source not in SOURCES:
-            raise ValueError(f"source must be one of {SOURCES}, got {self.source!r}")
-        if self.source == "jsonl" and not self.jsonl:
-            raise ValueError("source=jsonl needs jsonl=<path to a trajectory JSONL file>")
-        self.types = list(check_types(self.types))
-        self.categories, self.llm_categories = list(self.categories), list(self.llm_categories)
-        self.index, self.es, self.intents = dict(self.index), dict(self.es), dict(self.intents)
-        IndexSpec(**self.index)  # fail at start on a typo, not after the LLM ran
-        if self.es_attempts is not None:
-            read_attempts(self.es_attempts)  # a missing or unreadable records file fails here, named
-
-    @property
-    def path(self) -> Path:
-        return Path(self.root) / self.name
-
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
 
 
 def _intent_config(values: Mapping[str, Any]) -> IntentConfig:

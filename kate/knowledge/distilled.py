@@ -20,24 +20,20 @@ lesson keeps its cases' API classes for the multi-turn class filter.
 
 from __future__ import annotations
 
-import dataclasses
 import sys
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
 
-from kate.bfcl.data import CATEGORIES
 from kate.knowledge.build import cache_path
-from kate.knowledge.distilled_cases import Case, group_cases, read_cases, read_records, runs_sha
-from kate.knowledge.distilled_prompt import COPIED, check_copied, copied_values, distil_messages, parse_fields
+from kate.knowledge.distilled_cases import Case, group_cases, read_cases, runs_sha
+from kate.knowledge.distilled_prompt import check_copied, copied_values, distil_messages, parse_fields
 from kate.knowledge.embedder import Embedder
 from kate.knowledge.entries import KnowledgeEntry
 from kate.knowledge.index import IndexSpec
 from kate.knowledge.llm_cache import LLMCache
+from kate.knowledge.specs import DistilledSpec  # noqa: F401  (the spec, light: kate.knowledge.specs)
 from kate.knowledge.store import KnowledgeBase
 from kate.knowledge.trajectory import Trajectory
 from kate.llm.base import ChatModel
@@ -46,48 +42,6 @@ TYPE = "distilled"
 PURPOSE = "distilled/1"
 
 
-@dataclass
-class DistilledSpec:
-    """What ``kate kb action=build kb=bfcl_distilled`` builds (``conf/kb/bfcl_distilled.yaml``)."""
-
-    name: str = "bfcl_distilled"
-    root: str = "knowledge_bases"
-    runs: Sequence[str] = ()  # run folders (records.jsonl) of the policy model on training items
-    categories: Sequence[str] = CATEGORIES  # BFCL categories whose training items are read
-    split: str = "train"
-    cases_per_entry: int = 4  # cases one request to the writer shows
-    max_entries: int | None = None  # cap on requests (chunks, round-robin over groups); null: all
-    copied: str = "strip"  # strip | reject: an entry carrying the cases' literal argument values
-    max_stripped: int | None = 3  # strip: an entry that copied more values than this is refused (null: never)
-    embed_examples: int = 2  # case requests embedded after the title and when-line
-    temperature: float = 0.0
-    max_tokens: int = 160
-    seed: int = 0
-    max_words: int = 50  # each field is cut to this many words (the title to 12)
-    embedding_model: str = "all-minilm-l6-v2"
-    index: Mapping[str, Any] = field(default_factory=lambda: {"kind": "flat"})
-    cache_dir: str = "knowledge_bases/llm_cache"
-    limit: int | None = None  # training items per category (tests, smoke runs)
-    workers: int = 1  # requests to the writer in flight together (a local engine batches them)
-
-    def __post_init__(self) -> None:
-        self.runs, self.categories, self.index = list(self.runs), list(self.categories), dict(self.index)
-        if not self.runs:
-            raise ValueError("runs: name at least one run folder of the policy model on training items")
-        if self.copied not in COPIED:
-            raise ValueError(f"copied must be one of {COPIED}, got {self.copied!r}")
-        if self.cases_per_entry < 1:
-            raise ValueError(f"cases_per_entry must be >= 1, got {self.cases_per_entry}")
-        IndexSpec(**self.index)
-        for run in self.runs:
-            read_records(run)  # a missing or unreadable run fails here, named, before any model loads
-
-    @property
-    def path(self) -> Path:
-        return Path(self.root) / self.name
-
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
 
 
 def distilled_entry(group: str, cases: Sequence[Case], fields: Mapping[str, str], *, stripped: int,

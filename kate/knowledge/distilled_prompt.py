@@ -23,12 +23,12 @@ from typing import Any
 
 from kate.knowledge.distilled_cases import Case
 from kate.knowledge.intents import parse_json_object
+from kate.knowledge.specs import COPIED  # noqa: F401  (strip | reject: defined beside the spec, named here too)
 from kate.llm.base import Message
 from kate.toolcall import ToolCall, to_python_call
 
 FIELDS = ("title", "when", "do", "avoid")
 PLACEHOLDER = "<value>"
-COPIED = ("strip", "reject")
 SYSTEM = "You write short, general lessons for an assistant that answers requests by calling functions."
 PROMPT = """Below are {count} requests of the kind "{category}" that an assistant answered with function calls. \
 An official checker judged each answer: {verdict_text}
