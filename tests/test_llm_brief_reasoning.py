@@ -91,10 +91,19 @@ def test_a_closer_in_the_thought_text_cuts_it_and_unknown_options_fail():
         model.chat(MESSAGES, None, top_p=0.9)
 
 
+def test_a_model_that_goes_on_thinking_in_its_answer_keeps_only_what_follows_its_own_closer():
+    inner = _fake(THOUGHT, "more thinking\n</think>\n\n" + CALL)
+    [c] = BriefReasoning(inner).chat(MESSAGES, [CALCULATOR])
+    assert c.text == CALL and len(c.tool_calls) == 1
+    inner = _fake(THOUGHT, 'x</think> calculator", "arguments": {}}\n</tool_call>')
+    [c] = BriefReasoning(inner).chat(MESSAGES, [CALCULATOR], prefill='<tool_call>\n{"name": "')
+    assert c.text == '<tool_call>\n{"name": "calculator", "arguments": {}}\n</tool_call>'
+
+
 @pytest.mark.model
 def test_brief_reasoning_on_the_small_model(small_llamacpp):
     model = BriefReasoning(small_llamacpp, budget=8)
     [c] = model.chat(MESSAGES, [CALCULATOR], max_tokens=16, seed=0)
-    assert "<think>" not in c.text and "</think>" not in c.text
+    assert "</think>" not in c.text and not c.text.startswith("<think>")
     assert c.usage.completion_tokens <= 8 + 16
     assert c.usage.prompt_tokens > 0 and c.finish_reason in {"stop", "length"}

@@ -6,7 +6,8 @@ the continuation of ``opener`` ("<think>\\n") of at most ``budget`` tokens, stop
 then, for each thought, for the answer, prefilled with ``opener + thought + closer`` (and the
 caller's own ``prefill`` after it), the ``n`` answers asked from threads at once so that a local
 engine's scheduler decodes them together. The returned completions hold the answer part only: its
-text (starting with the caller's prefill, as every prefilling client's does), the tool calls parsed
+text (starting with the caller's prefill, as every prefilling client's does; where the model
+went on thinking and wrote a closer itself, what follows its last one), the tool calls parsed
 from it, its finish reason and logprobs. The thought never reaches the call or the history a loop
 keeps (``Completion.to_message`` is built from the text). ``Completion`` has no field for it, so
 it is not kept. Usage: the prompt once (the thought request's), both phases' generated tokens.
@@ -120,7 +121,7 @@ class BriefReasoning:
         else:
             with ThreadPoolExecutor(max_workers=len(texts)) as pool:
                 replies = list(pool.map(answer, range(len(texts))))
-        return [self._answer_only(t, r, text) for t, r, text in zip(thoughts, replies, texts)]
+        return [self._answer_only(t, r, text, after) for t, r, text in zip(thoughts, replies, texts)]
 
     def thought_of(self, text: str) -> str:
         """The thought a prefilled reply holds: the opener taken off, cut at the closer if it is
@@ -132,11 +133,22 @@ class BriefReasoning:
             text = text[:end]
         return text.strip()
 
-    def _answer_only(self, thought: Completion, reply: Completion, text: str) -> Completion:
+    def after_own_closer(self, answer: str, after: str) -> str:
+        """A model that kept thinking in its answer and closed the thought itself: what follows its
+        last closer (the caller's prefill ``after`` still first)."""
+        own = answer[len(after) :] if answer.startswith(after) else answer
+        mark = self.closer.strip()
+        end = own.rfind(mark)
+        if end < 0:
+            return answer
+        return after + own[end + len(mark) :].lstrip()
+
+    def _answer_only(self, thought: Completion, reply: Completion, text: str, after: str) -> Completion:
         """The reply with the opener, thought and closer taken off its text and its calls parsed
         again from what is left; usage of both phases."""
         head = self.opener + text + self.closer
         answer = reply.text[len(head) :] if reply.text.startswith(head) else reply.text
+        answer = self.after_own_closer(answer, after)
         usage = Usage(
             prompt_tokens=thought.usage.prompt_tokens,
             completion_tokens=thought.usage.completion_tokens + reply.usage.completion_tokens,
