@@ -82,6 +82,18 @@ class FakeSchema:
     options: List[str] = unset("extra chat() keywords it claims to take (prefill: answers start with the prefill)")
 
 
+@dataclass
+class BriefReasoningSchema:
+    _target_: str = help_field("the client class", "kate.llm.brief_reasoning.BriefReasoning")
+    model: Any = unset("the wrapped client: a node of its own with a _target_ (one that takes prefill=: "
+                       "llamacpp, hf, fake with options [prefill])")
+    budget: int = unset("most tokens of the thought before each answer (default 32)")
+    opener: str = unset("the text the thought starts with (default '<think>\\n')")
+    closer: str = unset("the text that ends the thought; its stripped text stops it (default '\\n</think>\\n')")
+    name: Optional[str] = unset("the model's name in records; null: <the wrapped client's name>+brief<budget>")
+
+
 # option of conf/llm/ -> its schema (stored as llm/<option>_schema); the class each one types
-SCHEMAS = {"llamacpp": LlamaCppSchema, "hf": HFSchema, "openai": OpenAISchema, "fake": FakeSchema}
+SCHEMAS = {"llamacpp": LlamaCppSchema, "hf": HFSchema, "openai": OpenAISchema, "fake": FakeSchema,
+           "brief_reasoning": BriefReasoningSchema}  # fmt: skip
 SKIPPED = {"openai": ("client",), "fake": ("requests",)}  # parameters that take objects made in code
