@@ -18,7 +18,7 @@ from kate.llm.registry import SMALL_TEST_MODEL
 
 # Options that load a model are pointed at the small one, to keep this fast.
 LIGHT = {"llamacpp": [f"llm.model={SMALL_TEST_MODEL}", "llm.n_ctx=1024"], "hf": [f"llm.model={SMALL_TEST_MODEL}"],
-         "brief_reasoning": [f"llm.model.model={SMALL_TEST_MODEL}", "llm.model.n_ctx=1024", "llm.model.kv_cells=1024"]}
+         "brief_reasoning": [f"llm.model={SMALL_TEST_MODEL}", "llm.n_ctx=1024"]}
 
 
 def _groups():
@@ -87,7 +87,7 @@ def test_every_named_arm_composes_into_a_policy_config(arm):
         assert sampler.aggregate == "majority"  # the vote its committed records were measured with
     assert bool(c["knowledge"]) == (arm not in {"direct", "w8v", "brief32"})
     if "brief" in arm:
-        assert c["llm"]["_target_"] == "kate.llm.brief_reasoning.BriefReasoning" and c["llm"]["budget"] == 32
+        assert c["llm"]["_target_"] == "kate.llm.brief_llamacpp.brief_llamacpp" and c["llm"]["budget"] == 32
 
 
 def test_evaluation_suites_compose():

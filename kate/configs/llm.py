@@ -83,14 +83,14 @@ class FakeSchema:
 
 
 @dataclass
-class BriefReasoningSchema:
-    _target_: str = help_field("the client class", "kate.llm.brief_reasoning.BriefReasoning")
-    model: Any = unset("the wrapped client: a node of its own with a _target_ (one that takes prefill=: "
-                       "llamacpp, hf, fake with options [prefill])")
+class BriefReasoningSchema(LlamaCppSchema):
+    """The llama.cpp client's settings plus the thought's (kate.llm.brief_llamacpp)."""
+
+    _target_: str = help_field("the client maker: a llama.cpp client wrapped in BriefReasoning",
+                               "kate.llm.brief_llamacpp.brief_llamacpp")
     budget: int = unset("most tokens of the thought before each answer (default 32)")
     opener: str = unset("the text the thought starts with (default '<think>\\n')")
     closer: str = unset("the text that ends the thought; its stripped text stops it (default '\\n</think>\\n')")
-    name: Optional[str] = unset("the model's name in records; null: <the wrapped client's name>+brief<budget>")
 
 
 # option of conf/llm/ -> its schema (stored as llm/<option>_schema); the class each one types
