@@ -107,3 +107,24 @@ def test_brief_reasoning_on_the_small_model(small_llamacpp):
     assert "</think>" not in c.text and not c.text.startswith("<think>")
     assert c.usage.completion_tokens <= 8 + 16
     assert c.usage.prompt_tokens > 0 and c.finish_reason in {"stop", "length"}
+
+
+def test_the_brief32_arm_runs_through_the_one_runner_and_no_thought_reaches_a_record(tmp_path):
+    import json
+
+    from kate.bfcl.data import load_entries
+    from kate.cli import CONF_DIR
+    from kate.eval.arms import compose_arm, run_composed
+    from kate.tasks.bfcl import BFCLTask
+
+    c = compose_arm("brief32", ["max_steps=2"], conf_dir=CONF_DIR)
+    assert c["llm"]["budget"] == 32 and c["knowledge"] is None
+    secret = "SECRET-THOUGHT"
+    inner = FakeChatModel(script=[secret, "I cannot help with that."], options=("prefill",), repeat_last=True)
+    model = BriefReasoning(inner, budget=c["llm"]["budget"])
+    task = BFCLTask(load_entries("irrelevance", "test", 2), "test")
+    records = run_composed(c, model, task, tmp_path / "seed_0", arm="brief32")
+    assert len(records) == 2 and secret not in json.dumps(records)
+    thoughts = [r for r in inner.requests if r["prefill"] == "<think>\n"]
+    assert thoughts and all(r["max_tokens"] == 32 and r["stop"] == ["</think>"] for r in thoughts)
+    assert all(secret not in json.dumps(r["messages"]) for r in inner.requests)  # never in a later prompt
