@@ -1,7 +1,7 @@
 """The `kate diagnose` calls of the two diagnostic benchmarks, as argument lists (``bench/diagnose_i.py``,
 ``bench/diagnose_ii.py`` run them one by one as child processes; a test composes each against the
-schema). Diagnostics I (issue 13): ``name=<only>`` on the arithmetic set and on BFCL's relevance /
-irrelevance test halves, each into ``<out>/<set>``. Diagnostics II (issue 14): the ladder's rungs in
+schema). Diagnostics I: ``name=<only>`` on the arithmetic set and on BFCL's relevance /
+irrelevance test halves, each into ``<out>/<set>``. Diagnostics II: the ladder's rungs in
 RUNGS' order, then the report, into one folder; the checkpoint trajectory is left out where no
 checkpoint is on disk."""
 

@@ -1,6 +1,6 @@
 """Distilled knowledge: short lessons (a title, when it applies, what to do, what to avoid) written by a
 local model from the policy model's judged answers on the training halves, successes and failures
-alike (issue 41; the experience-memory recipe of ReasoningBank and Agent Workflow Memory: abstracted
+alike (the experience-memory recipe of ReasoningBank and Agent Workflow Memory: abstracted
 strategies, not raw trajectories).
 
 The cases and their grouping (by category and verdict kind: why, in ``kate.knowledge.distilled_cases``)

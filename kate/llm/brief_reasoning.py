@@ -1,4 +1,4 @@
-"""Brief reasoning: a bounded thought before the answer (issue #41 part 3), as a ``ChatModel`` that
+"""Brief reasoning: a bounded thought before the answer, as a ``ChatModel`` that
 wraps another (modules compose by wrapping, as DSPy's do).
 
 ``BriefReasoning(model, budget=32).chat(...)`` asks ``model`` twice: first for ``n`` thoughts, each
