@@ -48,7 +48,9 @@ ADAPTERS = {"grpo_answers": "bench/runs/train/grpo_answers/final/adapter.gguf",
 PARTS = {"single": (list(SINGLE_TURN), "test", None), "multi": (["multi_turn_base"], "test", None),
          "select": (list(SINGLE_TURN), "train", 20)}  # fmt: skip
 SELECTION = RESULTS / "adaptive_selection.json"  # the adaptive vote's chosen overrides (bench/adaptive_select.py)
-CHOSEN = ("st_w8a",)  # arms that run with SELECTION's overrides, and wait until it exists
+# arms that run with SELECTION's overrides, and wait until it exists; the selection set is single-turn, and
+# st_w8a's multi-turn part inherits the single-turn choice (no multi-turn selection set exists)
+CHOSEN = ("st_w8a",)
 # (arm name in bench/runs/full, conf/arm name, part, seeds, extra overrides)
 SCHEDULE: list[tuple[str, str, str, list[int], list[str]]] = [
     ("direct", "direct", "single", [0], []),

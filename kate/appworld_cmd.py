@@ -27,7 +27,7 @@ from kate.agent.policy import Policy
 from kate.agent.settings import LoopSettings
 from kate.appworld.client import AppWorldClient
 from kate.appworld.knowledge import CODE_TEMPLATE, appworld_solutions, build_code_kb, stand_in_solutions
-from kate.eval.arm import run_arm
+from kate.eval.arm import fingerprinted_llm, run_arm
 from kate.eval.config import check_target, plain
 from kate.io import atomic_write_json, atomic_write_text
 from kate.knowledge.embedder import Embedder
@@ -134,7 +134,8 @@ def run_appworld(cfg: DictConfig) -> dict[str, Any]:
             experiment = f"{c['experiment_name']}_{name}_seed{c['seed']}"
             task = AppWorldTask(worlds, task_ids, experiment, max_output_chars)
             policy = Policy(model, instantiate(arm["sampling"]), knowledge if arm["knowledge"] else None, settings)
-            config = {"llm": c["llm"], "sampling": arm["sampling"], "knowledge": bool(arm["knowledge"]),
+            config = {"llm": fingerprinted_llm(c["llm"]), "sampling": arm["sampling"],
+                      "knowledge": bool(arm["knowledge"]),
                       "knowledge_settings": c["knowledge"] if arm["knowledge"] else None, "loop": c["loop"]}  # fmt: skip
             records = run_arm(name, task, policy, out_dir / name, seeds=[int(c["seed"])], config=config)[int(c["seed"])]
             result = goal_completion(records)

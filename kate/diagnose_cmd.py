@@ -53,6 +53,7 @@ from kate.diagnose.necessity import (NecessityCache, NecessityConfig, NecessityT
 from kate.diagnose.plan_execute import PLAN_INSTRUCTIONS, PlanExecuteTask, plan_execute_summary
 from kate.diagnose.report import write_report
 from kate.diagnose.ladder_jobs import HF_TARGET, LadderJobs
+from kate.eval.arm import fingerprinted_llm
 from kate.eval.config import plain
 from kate.eval.runner import REDONE, open_run, run_task
 from kate.io import atomic_write_json
@@ -103,8 +104,9 @@ class Diagnosis(LadderJobs):
 
     def run(self, folder: str, task: Any, config: Mapping[str, Any]) -> list[dict[str, Any]]:
         policy = self.policy()
-        store = open_run(self.out / folder, arm=folder, task=task, policy=policy, seed=self.c["seed"],
-                         config={"llm": self.c["llm"], **config}, workers=self.c["workers"])  # fmt: skip
+        config = {"llm": fingerprinted_llm(self.c["llm"]), **config}
+        store = open_run(self.out / folder, arm=folder, task=task, policy=policy, seed=self.c["seed"], config=config,
+                         workers=self.c["workers"])  # fmt: skip
         return run_task(task, policy, store, seed=self.c["seed"], workers=self.c["workers"], desc=folder)
 
     # ------------------------------------------------------------------ the diagnostics

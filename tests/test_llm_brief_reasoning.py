@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from kate.llm.base import ChatModel, Usage, supports
-from kate.llm.brief_reasoning import BriefReasoning
+from kate.llm.brief_reasoning import BriefReasoning, answer_seed
 from kate.llm.fake import FakeChatModel
 
 from .conftest import CALCULATOR
@@ -41,7 +41,8 @@ def test_the_budget_and_the_stop_are_passed_and_the_answer_gets_its_own():
     thought, answer = inner.requests
     assert (thought["max_tokens"], thought["stop"], thought["prefill"]) == (8, ["</think>"], "<think>\n")
     assert (thought["temperature"], thought["seed"]) == (0.7, 3)
-    assert (answer["max_tokens"], answer["stop"], answer["temperature"], answer["seed"]) == (99, ["END"], 0.7, 3)
+    assert (answer["max_tokens"], answer["stop"], answer["temperature"]) == (99, ["END"], 0.7)
+    assert answer["seed"] == answer_seed(3, 0) != 3  # not the thought's stream
     assert answer["n"] == 1 and answer["messages"] == MESSAGES
 
 
@@ -53,7 +54,8 @@ def test_n_thoughts_give_n_answers_each_after_its_own_thought():
     assert inner.requests[0]["n"] == 3
     answers = inner.requests[1:]
     assert sorted(r["prefill"] for r in answers) == sorted(f"<think>\n{t}\n</think>\n" for t in thoughts)
-    assert sorted(r["seed"] for r in answers) == [10, 11, 12]
+    assert sorted(r["seed"] for r in answers) == [answer_seed(10, i) for i in range(3)]
+    assert not {r["seed"] for r in answers} & {10, 11, 12, 13}  # apart from callers' seed + k
     assert all(r["n"] == 1 for r in answers)
 
 

@@ -102,8 +102,8 @@ def as_ran(records: Sequence[Mapping], overrides: list[str]) -> dict[str, Any]:
 
 
 def overrides_of(name: str) -> list[str]:
-    if name == "fixed_w8":
-        return ["sampling.first=8"]
+    if name == "fixed_w8":  # all 8 at once, voted as scored (the plain schema-valid vote, not act-first)
+        return ["sampling.first=8", "sampling.act_first=false"]
     settings = FIRST_STEP[name]
     return [f"sampling.first={settings['first']}", f"sampling.step={settings['step']}",
             f"sampling.act_first={str(settings['act_first']).lower()}"]  # fmt: skip

@@ -47,13 +47,19 @@ def build_policy(model: ChatModel, sampling: Mapping[str, Any], knowledge: Mappi
 RUNTIME_ONLY = ("kv_cells",)  # llm settings that are not fingerprinted (kate.llm.llamacpp's cache size)
 
 
+def fingerprinted_llm(llm: Mapping[str, Any]) -> dict[str, Any]:
+    """The llm settings a run's fingerprint holds: all but ``RUNTIME_ONLY`` (every job's runs use this)."""
+    return {k: v for k, v in llm.items() if k not in RUNTIME_ONLY}
+
+
 def arm_config(llm: Mapping[str, Any], sampling: Mapping[str, Any], knowledge: Mapping[str, Any] | None,
                settings: LoopSettings) -> dict[str, Any]:  # fmt: skip
     """What determines an arm's records, as configured (fingerprinted with the policy and the task).
-    The engine's cache size (``RUNTIME_ONLY``) changes how fast, not what runs: it is left out here and
-    recorded in the run's ``runtime``, like ``workers``."""
-    llm = {k: v for k, v in llm.items() if k not in RUNTIME_ONLY}
-    return {"llm": llm, "sampling": dict(sampling), "knowledge": knowledge, "loop": settings.to_dict()}
+    The engine's cache size (``RUNTIME_ONLY``) is left out, by the convention ``workers`` follows: it
+    changes how fast, and where cells sit (greedy near-ties can flip, as running beside other entries
+    can: kate.llm.llamacpp_batch), not what is asked; the first invocation's runtime records it."""
+    return {"llm": fingerprinted_llm(llm), "sampling": dict(sampling), "knowledge": knowledge,
+            "loop": settings.to_dict()}  # fmt: skip
 
 
 def run_arm(name: str, task: Task, policy: Policy, out_dir: str | Path, *, seeds: Sequence[int],

@@ -10,7 +10,7 @@ from kate.knowledge import _quiet_faiss  # noqa: F401  (first: before faiss is i
 from kate.lazy import lazy_names
 
 _WHERE = {
-    "BuildSpec": "build", "build_knowledge_base": "build", "Embedder": "embedder", "TYPES": "entries",
+    "BuildSpec": "specs", "DistilledSpec": "specs", "build_knowledge_base": "build", "Embedder": "embedder", "TYPES": "entries",
     "KnowledgeEntry": "entries", "IndexSpec": "index", "KnowledgeBase": "store", "KnowledgeBaseError": "store",
     "Trajectory": "trajectory", "TrajectoryTurn": "trajectory", "read_trajectories": "trajectory",
     "write_trajectories": "trajectory",

@@ -48,6 +48,9 @@ class BuildSpec:
         if self.source == "jsonl" and not self.jsonl:
             raise ValueError("source=jsonl needs jsonl=<path to a trajectory JSONL file>")
         self.types = list(check_types(self.types))
+        if "distilled" in self.types:
+            raise ValueError("types: distilled lessons are built by DistilledSpec (conf/kb/bfcl_distilled.yaml), "
+                             "not by this builder")
         self.categories, self.llm_categories = list(self.categories), list(self.llm_categories)
         self.index, self.es, self.intents = dict(self.index), dict(self.es), dict(self.intents)
         from kate.knowledge.attempts import read_attempts

@@ -33,6 +33,12 @@ from kate.llm.base import (
 )
 
 DEFAULT_FORMATS = ("hermes", "json")
+SEED_STRIDE = 1_000_003  # answer seeds apart from the thought's and from callers' seed + 1, seed + 2, ...
+
+
+def answer_seed(seed: int, i: int) -> int:
+    """The seed of answer ``i``: not the thought request's, nor another step's or draw's ``seed + k``."""
+    return (seed + SEED_STRIDE * (i + 1)) % 2**63
 THOUGHT_OPTIONS = ("top_p",)  # the caller's extra options the thought request takes too (the rest: the answer's)
 
 
@@ -111,7 +117,7 @@ class BriefReasoning:
         def answer(i: int) -> Completion:
             [reply] = self.model.chat(
                 messages, tools, n=1, temperature=temperature, max_tokens=max_tokens,
-                seed=None if seed is None else seed + i, stop=stop, logprobs=logprobs,
+                seed=None if seed is None else answer_seed(seed, i), stop=stop, logprobs=logprobs,
                 prefill=self.opener + texts[i] + self.closer + after, **options,
             )  # fmt: skip
             return reply
@@ -148,12 +154,14 @@ class BriefReasoning:
         again from what is left; usage of both phases."""
         head = self.opener + text + self.closer
         answer = reply.text[len(head) :] if reply.text.startswith(head) else reply.text
-        answer = self.after_own_closer(answer, after)
+        cut = self.after_own_closer(answer, after)
+        logprobs = reply.logprobs if cut == answer else None  # they would cover the dropped thought too
+        answer = cut
         usage = Usage(
             prompt_tokens=thought.usage.prompt_tokens,
             completion_tokens=thought.usage.completion_tokens + reply.usage.completion_tokens,
             cached_tokens=thought.usage.cached_tokens,
         )
         return completion_from_text(
-            answer, formats=self.formats, finish_reason=reply.finish_reason, logprobs=reply.logprobs, usage=usage,
+            answer, formats=self.formats, finish_reason=reply.finish_reason, logprobs=logprobs, usage=usage,
         )  # fmt: skip

@@ -165,20 +165,16 @@ class BatchScheduler:
         free = [s for s in range(self.engine.max_parallel) if self._owner[s] is None]
         if len(free) < width:
             return None
-        common = [common_prefix(cached, request.prompt) for cached in self._cached]
-        # the longest cached prefix; with none, an empty sequence, else the least recently used cache
-        lead = max(free, key=lambda s: (common[s], not self._cached[s], -self._used_at[s], -s))
-        source = max(range(self.engine.max_parallel), key=lambda s: (common[s], s == lead, -s))
-        if source != lead:  # a running request holds a longer prefix: share its cells, keep the free caches
-            lead = min(free, key=lambda s: (bool(self._cached[s]), self._used_at[s], s))
-        members = sorted((s for s in free if s != lead), key=lambda s: (bool(self._cached[s]), s))[: width - 1]
+        lead, source = self._lead_and_source(request.prompt, free, width)
+        others = [s for s in free if s not in (lead, source)]
+        members = sorted(others, key=lambda s: (bool(self._cached[s]), s))[: width - 1]
         need = len(request.prompt) + width * request.params.max_tokens
         used = sum(r.reserved for r in self._active)
         idle = [s for s in free if s != lead and s not in members and self._cached[s]]
         idle.sort(key=lambda s: self._used_at[s])  # least recently used first
-        held = sum(len(self._cached[s]) for s in idle)
+        held = sum(len(self._cached[s]) for s in idle)  # an idle source's cells stay: counted, never dropped
         evict = []
-        for s in idle:
+        for s in (s for s in idle if s != source):
             if used + held + need <= self.engine.kv_cells:
                 break
             evict.append(s)
@@ -186,6 +182,22 @@ class BatchScheduler:
         if used + held + need > self.engine.kv_cells:
             return None
         return lead, source, members, evict, need
+
+    def _lead_and_source(self, prompt: list[int], free: list[int], width: int) -> tuple[int, int]:
+        """The sequence the request leads with, and the one whose cached prefix it starts from. Its own
+        history (a cache that is all a prefix of the prompt) continues in place; a longer prefix held
+        elsewhere (another loop's cache with the same system prompt and tools, idle or running) is
+        shared, not cut, and the request leads with an empty sequence, else the least recently used
+        cache; with no prefix anywhere, that one alone."""
+        common = [common_prefix(cached, prompt) for cached in self._cached]
+        best = max(range(self.engine.max_parallel), key=lambda s: (common[s], -s))
+        if best in free and common[best] == len(self._cached[best]) and common[best]:
+            return best, best
+        lead = min(free, key=lambda s: (bool(self._cached[s]), self._used_at[s], s))
+        source = best if common[best] > common[lead] else lead
+        if source != lead and source in free and len(free) - 2 < width - 1:
+            return source, source  # no room to keep it apart from the round's sequences: cut it in place
+        return lead, source
 
     def _start_round(
         self, request: Request, lead: int, source: int, members: list[int], evict: list[int], need: int
