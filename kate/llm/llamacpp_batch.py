@@ -20,14 +20,11 @@ took from the cache is its ``cached`` count, reported as ``Usage.cached_tokens``
 
 Numerics: decoding beside other requests is exact (a decode batch's tokens do not change each
 other's logits), but llama.cpp's CPU results for a sequence depend on where its cells sit in the
-unified cache and on how long its prompt batches were (measured; the attention kernels take
-different paths and summation orders), so a request that ran
-beside others (or after them, or on a warm prefix) is not bit-identical to the same request alone
-on a fresh cache, and a greedy near-tie can flip. Measured on the 135M model, 30 prompts (a third
-with tools, ~260 tokens), 24 tokens each, four at a time: 21/30 greedy texts equal to solo when
-admitted together, 20/30 when arriving staggered (22/30 and 20/30 with min_prefill_tokens=64);
-short chats (a few dozen tokens) agreed every time (32/32). A request alone runs
-exactly the batches the backend ran before it had a scheduler.
+unified cache and on how long its prompt batches were (the attention kernels take different paths
+and summation orders), so a request that ran beside others (or after them, or on a warm prefix) is
+not bit-identical to the same request alone on a fresh cache, and a greedy near-tie can flip (the
+benchmarks report how often: bench/results/inflight.json). A request alone runs exactly the
+batches the backend ran before it had a scheduler.
 
 There is no engine thread: the first caller that finds nobody driving drives the loop until its own
 request is done, then hands over to a caller still waiting.
