@@ -3,7 +3,9 @@ counts tokens, to see how much of each step's prompt the prefix cache holds at a
 
 Each committed multi_turn_base record gives a dialogue's steps and prompt tokens; a dialogue's step
 prompts are rebuilt as a first prompt plus a constant growth per step (``--growth``, tokens of the
-model's call and the tool's result), summing to the recorded prompt tokens. ``--workers`` dialogues
+model's call and the tool's result), summing to the recorded prompt tokens; dialogues of the same
+API classes start with the same tokens (their system prompt and tool block: all of the class set's
+shortest first prompt but its last ``--question`` tokens), as real ones do. ``--workers`` dialogues
 run at once, each on its own thread, as ``kate eval`` runs them. Thread timing varies, so each setting
 runs ``--repeats`` times and the file keeps every share. Nothing is decoded: the engine's cost is nil,
 so dialogues interleave more tightly than on a real model (an upper bound on contention).
@@ -21,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
+from kate.bfcl.data import load_entries
 from kate.io import atomic_write_json
 from kate.llm.llamacpp_batch import BatchScheduler
 from kate.llm.llamacpp_requests import Request, SamplingParams
@@ -56,14 +59,26 @@ def dialogue_prompts(record: dict, growth: int) -> list[int]:
     return [first + j * growth for j in range(steps)]
 
 
+def shared_prefixes(records: list[dict], growth: int, question: int) -> dict[str, list[int]]:
+    """Per API class set: the tokens its dialogues' first prompts share (system prompt and tools)."""
+    classes = {r["id"]: ",".join(r.get("classes") or ["?"]) for r in records}
+    shortest: dict[str, int] = {}
+    for r in records:
+        key = classes[r["id"]]
+        shortest[key] = min(shortest.get(key, 10**9), dialogue_prompts(r, growth)[0])
+    return {key: [random.Random(key).randrange(1, VOCAB) for _ in range(max(0, n - question))]
+            for key, n in shortest.items()}  # fmt: skip
+
+
 def replay(records: list[dict], kv_cells: int, workers: int, max_parallel: int, growth: int, completion: int,
-           reserve: int, seed: int) -> dict:  # fmt: skip
+           reserve: int, seed: int, question: int = 150) -> dict:  # fmt: skip
     scheduler = BatchScheduler(CountingEngine(kv_cells - workers * (reserve - completion), max_parallel))
     queue, lock, asked = list(range(len(records))), threading.Lock(), [0]
+    prefixes = shared_prefixes(records, growth, question)
 
     def run_dialogue(record: dict, rng: random.Random) -> None:
         lengths = dialogue_prompts(record, growth)
-        prompt = [rng.randrange(1, VOCAB) for _ in range(lengths[0])]
+        prompt = list(prefixes[",".join(record.get("classes") or ["?"])])
         for length in lengths:
             prompt += [rng.randrange(1, VOCAB) for _ in range(length - len(prompt))]
             params = SamplingParams(max_tokens=completion, ignore_eos=True)
@@ -104,6 +119,8 @@ def main(argv: list[str] | None = None) -> dict:
     args = parser.parse_args(argv)
     lines = args.records.read_text().splitlines()
     records = [r for r in map(json.loads, lines) if r.get("category") == "multi_turn_base" and r.get("turns")]
+    classes = {e.id: sorted(e.involved_classes or []) for e in load_entries("multi_turn_base", "test", None)}
+    records = [{**r, "classes": classes.get(r["id"])} for r in records]
     rows = []
     for workers in args.workers:
         for kv_cells in args.kv_cells:
