@@ -15,13 +15,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kate.bfcl.checkers import score_single_turn
 from kate.bfcl.data import load_entries
-from kate.eval.adaptive_selection import FIRST_STEP, paired
-from kate.eval.revote import revote_record, stored_samples
+from kate.eval.adaptive_selection import FIRST_STEP, replay_first_step, summarize, width_records
 from kate.eval.run_store import load_run
 from kate.io import atomic_write_json
-from kate.sampling.adaptive import AdaptiveWidthSampler
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNS = ROOT / "bench" / "runs"
@@ -39,22 +36,11 @@ def entries_by_id(records: list[dict]) -> dict:
 
 
 def replay_source(folder: Path) -> dict:
-    records = [r for r in load_run(folder)[1] if "outputs" in r and len(r.get("outputs") or []) == 8
-               and (r.get("vote") or {}).get("candidates")]  # fmt: skip
-    entries = entries_by_id(records)
-    fixed = [revote_record(entries[r["id"]], r, "valid_majority") for r in records]
-    out = {"records": len(records), "fixed_w8": {"right": sum(bool(r["valid"]) for r in fixed), "samples": 8.0}}
-    for name, settings in RULES.items():
-        sampler = AdaptiveWidthSampler(n=8, **settings)
-        scored, drawn = [], []
-        for record in records:
-            entry = entries[record["id"]]
-            step = sampler.replay(stored_samples(record), entry.tools)
-            parse_error = record.get("parse_error") if step.vote.failed else None
-            scored.append({"id": record["id"], **score_single_turn(entry, list(step.calls), parse_error)})
-            drawn.append(step.vote.adaptive["drawn"])
-        out[name] = {"right": sum(bool(r["valid"]) for r in scored), "samples": round(sum(drawn) / len(drawn), 2),
-                     "against_fixed_w8": paired(fixed, scored)}
+    records = [r for r in width_records(load_run(folder)[1]) if len(r["outputs"]) == 8]
+    summary = summarize(replay_first_step(records, entries_by_id(records)))
+    out = {"records": len(records), "fixed_w8": {"right": summary["fixed_w8"]["right"], "samples": 8.0}}
+    for name in RULES:
+        out[name] = {k: summary[name][k] for k in ("right", "samples", "against_fixed_w8")}
     return out
 
 
