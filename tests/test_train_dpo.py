@@ -15,6 +15,7 @@ from kate.llm.registry import SMALL_TEST_MODEL
 from kate.toolcall import ToolCall
 from kate.train.config import DPOJobConfig, ProbeConfig
 from kate.train.data import load_dataset_dir
+from kate.train.examples import with_call_format
 from kate.train.pairs import build_pairs, filled_call, wrong_call
 from kate.train.rewards import call_correct, parse
 
@@ -75,6 +76,27 @@ def test_pairs_for_each_kind_reject_the_mistake_the_step_invites(data_dir, rende
     assert again == pairs  # deterministic
     only, counts = build_pairs(rows, renderer, seed=0, kinds=["no_call"])
     assert {p["kind"] for p in only} == {"no_call"} and counts["pairs"] == len(only) > 0
+
+
+def test_json_call_format_writes_chosen_and_rejected_calls_as_json_as_sft_does(data_dir, renderer):
+    rows = list(load_dataset_dir(data_dir)[0])
+    template, _ = build_pairs(rows, renderer, seed=0)
+    pairs, _ = build_pairs(rows, renderer, seed=0, call_format="json")
+    assert [p["id"] for p in pairs] == [p["id"] for p in template]  # the same mistakes, another form
+    by_id = {r["id"]: r for r in rows}
+    for p in pairs:
+        assert "<tool_call>" not in p["chosen"] + p["rejected"] and p["chosen"] != p["rejected"]
+        rejected = parse(p["rejected"])  # kate's parsers read the JSON form as they read the blocks
+        assert rejected.ok and rejected.calls == tuple(ToolCall.from_dict(c) for c in json.loads(p["rejected_calls"]))
+        assert p["chosen"] == with_call_format(by_id[p["id"]], "json")["completion_text"]
+
+
+def test_dpo_refuses_an_unknown_call_format_before_loading_anything(tmp_path):
+    from kate.train.dpo import run_dpo
+
+    cfg = DPOJobConfig(data_dir=str(tmp_path / "absent"), output_dir=str(tmp_path / "out"), call_format="xml")
+    with pytest.raises(ValueError, match="call_format"):
+        run_dpo(cfg)
 
 
 def test_a_wrong_call_is_another_function_or_a_required_argument_changed_or_missing():

@@ -23,7 +23,8 @@ from .train_fixtures import OWN
 
 pytestmark = pytest.mark.model
 
-SMALL_PROBE = ProbeConfig(held_out=2, replay=1, near_miss=1, max_tokens=8)
+SMALL_PROBE = ProbeConfig(held_out=2, replay=1, near_miss=1, max_tokens=8, tasks=["irrelevance"], per_task=1,
+                          task_max_steps=1, task_max_tokens=8)
 
 
 @pytest.fixture(scope="module")
@@ -72,6 +73,9 @@ def test_sft_trains_saves_probes_and_the_clients_load_the_result(sft_run):
     assert [p["step"] for p in probes] == [0, 1, 2]  # at the start and at every save
     assert all(p["replay"]["n"] == 1 and p["near_miss"]["n"] == 1 and p["first_token"] for p in probes)
     assert (out / "probe.png").stat().st_size > 0
+    assert all(p["tasks"]["irrelevance"]["n"] == 1 for p in probes)  # the task probe, BFCL's checker
+    best = json.loads((out / "best" / "best.json").read_text())  # the task probe's choice, kept apart
+    assert best["step"] in (1, 2) and (out / "best" / "adapter.gguf").stat().st_size > 0
     metrics = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     assert any("loss" in m for m in metrics)
     final = Path(summary["saved"]["final"])

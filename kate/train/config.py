@@ -85,6 +85,11 @@ class LoraConfig:
                                            factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj"])
 
 
+CALL_FORMAT_HELP = ("how a call step's target is written: template (the chat template's own, <tool_call> blocks "
+                    "for Qwen) | json (the call as a JSON object, several as a list: what Qwen2.5-Coder writes "
+                    "untrained; kate's parsers read both)")
+
+
 @dataclass
 class ProbeConfig:
     enabled: bool = help_field("probe the model at every save (first-token probe, replay, near-miss)", True)
@@ -92,6 +97,13 @@ class ProbeConfig:
     replay: int = help_field("training rows replayed greedily at each save", 12)
     near_miss: int = help_field("near-miss prompts (tool words, no call due) at each save", 12)
     max_tokens: int = help_field("tokens of one greedy replay", 96)
+    tasks: List[str] = help_field(
+        "task probe: categories whose held-out training-half items the model solves at each save (BFCL "
+        "categories, own_tools); its best mean picks output_dir/best; [] for none",
+        factory=lambda: ["own_tools", "irrelevance", "live_irrelevance", "simple_python", "multiple"])
+    per_task: int = help_field("task probe: items per category (a seeded sample of the held-out part's)", 8)
+    task_max_steps: int = help_field("task probe: model steps per turn (an own-tools question needs 2-3)", 4)
+    task_max_tokens: int = help_field("task probe: tokens per model step", 256)
 
 
 @dataclass
@@ -132,10 +144,8 @@ class SFTJobConfig(TrainerConfig):
 
     pack: str = help_field("step: one example per step | dialogue: one per dialogue, loss on each of its steps "
                            "(the same loss terms, one forward pass per dialogue)", "dialogue")
-    call_format: str = help_field("how a call step's target is written: template (the chat template's own, "
-                                  "<tool_call> blocks for Qwen) | json (the call as a JSON object, several as a "
-                                  "list: what Qwen2.5-Coder writes untrained; kate's parsers read both). json packs "
-                                  "no dialogue (the history keeps the template's form)", "template")
+    call_format: str = help_field(CALL_FORMAT_HELP + ". json packs no dialogue (the history keeps the template's "
+                                  "form)", "template")
     kind_repeats: Dict[str, int] = help_field("copies of each example by its step kind, e.g. answer=4 to weigh up a "
                                               "rare kind; a packed dialogue takes its steps' largest",
                                               factory=lambda: {"call": 1, "no_call": 1, "answer": 1})
@@ -169,6 +179,8 @@ class DPOJobConfig(TrainerConfig):
     beta: float = help_field("DPO's beta: how far from the reference (the start: base or init_adapter) it moves",
                              0.1)
     loss_type: str = help_field("TRL's DPO loss: sigmoid | ipo | hinge | robust | ...", "sigmoid")
+    call_format: str = help_field(CALL_FORMAT_HELP + ", for chosen and rejected alike (as the SFT it follows)",
+                                  "template")
     precompute_ref_log_probs: bool = help_field("compute the reference's log-probabilities once before training", False)
 
 

@@ -17,6 +17,7 @@ from kate.io import atomic_write_json
 from kate.train.callbacks import check_job, last_checkpoint
 from kate.train.config import DPOJobConfig
 from kate.train.data import load_dataset_dir
+from kate.train.examples import CALL_FORMATS
 from kate.train.model import finish, load_for_training
 from kate.train.pairs import KINDS, build_pairs
 from kate.train.render import StepRenderer
@@ -29,8 +30,8 @@ def fitting(pairs: list[dict[str, Any]], tokenizer: Any, max_length: int) -> lis
     """The pairs whose prompt and longer completion fit ``max_length`` tokens (none is cut)."""
     out = []
     for p in pairs:
-        rejected = len(tokenizer(p["rejected"], add_special_tokens=False)["input_ids"])
-        if p["prompt_tokens"] + max(p["chosen_tokens"], rejected) <= max_length:
+        longer = max(len(tokenizer(p[k], add_special_tokens=False)["input_ids"]) for k in ("chosen", "rejected"))
+        if p["prompt_tokens"] + longer <= max_length:
             out.append(p)
     return out
 
@@ -47,6 +48,8 @@ def run_dpo(cfg: DPOJobConfig) -> dict[str, Any]:
     from datasets import Dataset
     from trl import DPOConfig, DPOTrainer
 
+    if cfg.call_format not in CALL_FORMATS:  # before the model loads
+        raise ValueError(f"call_format must be one of {CALL_FORMATS}, got {cfg.call_format!r}")
     unknown = sorted(set(cfg.pair_kinds) - set(KINDS))
     if unknown or not cfg.pair_kinds:  # before the model loads
         raise ValueError(f"pair_kinds must be a non-empty subset of {KINDS}, got {list(cfg.pair_kinds)}")
@@ -56,7 +59,8 @@ def run_dpo(cfg: DPOJobConfig) -> dict[str, Any]:
     rows, manifest = load_dataset_dir(cfg.data_dir, part=cfg.part)
     check_job(cfg, manifest)
     model, tokenizer = load_for_training(cfg.model, dtype=cfg.dtype, lora=cfg.lora, init_adapter=cfg.init_adapter)
-    pairs, counts = build_pairs(rows, StepRenderer(tokenizer), seed=cfg.seed, kinds=list(cfg.pair_kinds))
+    pairs, counts = build_pairs(rows, StepRenderer(tokenizer), seed=cfg.seed, kinds=list(cfg.pair_kinds),
+                                call_format=cfg.call_format)  # fmt: skip
     kept = fitting(pairs, tokenizer, cfg.max_length)
     counts["too_long"] = len(pairs) - len(kept)
     if not kept:

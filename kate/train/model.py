@@ -77,6 +77,9 @@ def finish(trainer: Any, output_dir: str | Path, model: str, *, merge: bool, ggu
 
         if gguf_adapter:
             out["gguf_adapter"] = str(adapter_to_gguf(final, final / "adapter.gguf"))
+            best = Path(output_dir) / "best"  # the task probe's choice (kate.train.probe.keep_best)
+            if (best / "adapter_config.json").exists():
+                out["best_gguf_adapter"] = str(adapter_to_gguf(best, best / "adapter.gguf"))
         if merge:
             out["merged"] = str(merge_adapter(final, Path(output_dir) / "final-merged"))
     return out

@@ -25,6 +25,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from kate.toolcall import ToolCall
+from kate.train.examples import with_call_format
 from kate.train.render import StepRenderer, assistant_message
 
 KINDS = ("call", "no_call", "answer")
@@ -132,24 +133,30 @@ def rejected_calls(row: Mapping[str, Any], seed: int) -> tuple[list[ToolCall], s
     return [call], "call_where_none_due" if row["kind"] == "no_call" else "call_instead_of_answer"
 
 
-def pair(row: Mapping[str, Any], renderer: StepRenderer, seed: int) -> dict[str, Any] | None:
-    """One pair: the prompt text, the target completion (chosen) and the rendered mistake (rejected)."""
+def pair(row: Mapping[str, Any], renderer: StepRenderer, seed: int,
+         call_format: str = "template") -> dict[str, Any] | None:  # fmt: skip
+    """One pair: the prompt text, the target completion (chosen) and the rendered mistake (rejected),
+    their calls written in ``call_format`` (``kate.train.examples.with_call_format``, as SFT writes them)."""
     made = rejected_calls(row, seed)
     if made is None:
         return None
     calls, why = made
     prompt, tools = json.loads(row["prompt"]), json.loads(row["tools"] or "[]") or None
     rejected = renderer.completion_text(prompt, tools, assistant_message(calls, None))
-    if rejected == row["completion_text"]:
+    chosen = with_call_format(row, call_format)["completion_text"]
+    rejected_row = {"id": row["id"], "kind": "call", "completion_text": rejected,
+                    "target_calls": json.dumps([c.to_dict() for c in calls], ensure_ascii=False)}  # fmt: skip
+    rejected = with_call_format(rejected_row, call_format)["completion_text"]
+    if rejected == chosen:
         return None
     return {"id": row["id"], "source_id": row["source_id"], "category": row["category"], "kind": row["kind"],
-            "rejected_kind": why, "prompt": row["prompt_text"], "chosen": row["completion_text"],
+            "rejected_kind": why, "prompt": row["prompt_text"], "chosen": chosen,
             "rejected": rejected, "rejected_calls": json.dumps([c.to_dict() for c in calls], ensure_ascii=False),
-            "prompt_tokens": row["prompt_tokens"], "chosen_tokens": row["completion_tokens"]}  # fmt: skip
+            "prompt_tokens": row["prompt_tokens"]}  # fmt: skip
 
 
-def build_pairs(rows: Iterable[Mapping[str, Any]], renderer: StepRenderer, *, seed: int = 0,
-                kinds: Sequence[str] = KINDS) -> tuple[list[dict[str, Any]], dict[str, Any]]:  # fmt: skip
+def build_pairs(rows: Iterable[Mapping[str, Any]], renderer: StepRenderer, *, seed: int = 0, kinds: Sequence[str] = KINDS,
+                call_format: str = "template") -> tuple[list[dict[str, Any]], dict[str, Any]]:  # fmt: skip
     """The pairs of the rows whose kind is in ``kinds``, and counts (by mistake, rows with no pair)."""
     unknown = sorted(set(kinds) - set(KINDS))
     if unknown:
@@ -158,7 +165,7 @@ def build_pairs(rows: Iterable[Mapping[str, Any]], renderer: StepRenderer, *, se
     for row in rows:
         if row["kind"] not in kinds:
             continue
-        made = pair(row, renderer, seed)
+        made = pair(row, renderer, seed, call_format)
         if made is None:
             no_pair[row["kind"]] += 1
         else:

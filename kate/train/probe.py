@@ -4,7 +4,9 @@ Three measures, from Diagnostics II (one implementation each, ``kate.diagnose``)
 - the first-token probe on held-out decision points (the RL part's first step of each turn, and its
   no-call steps): P(call opening), where a call is due and where none is;
 - verbatim replay of training rows with greedy decoding (``ReplayTask``): a valid call emitted, strictly;
-- near-miss negatives (``NearMissTask``): prompts naming the rows' tools that must not call.
+- near-miss negatives (``NearMissTask``): prompts naming the rows' tools that must not call;
+and the task probe (``kate.train.task_probe``): held-out training-half items solved with the default
+loop and scored by their tasks' checkers, whose best mean picks the run's checkpoint (``best/``).
 One JSONL row per probe (``probe.jsonl``, with the step) and a PNG curve (``probe.png``), so an ability
 erased by training shows when it happens. ``CheckpointProbe`` is the ``TrainerCallback`` (``on_save``,
 and once at the start as step 0); ``probe_client`` runs the same on any ``hf`` client.
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import json
 import random
+import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,11 +30,14 @@ from kate.diagnose.first_token import ProbePrompt, first_token_probe, probe_summ
 from kate.diagnose.near_miss import NearMissTask, near_miss_items, no_call_summary
 from kate.diagnose.replay import ReplayRow, ReplayTask, replay_summary
 from kate.sampling.policy import GreedySampler
-from kate.io import atomic_open, atomic_write_text, read_jsonl
+from kate.io import atomic_folder, atomic_open, atomic_write_text, read_jsonl
 from kate.toolcall import ToolCall
+from kate.train.task_probe import TaskProbeSet, best_step, task_probe
 
 PROBE_FILE = "probe.jsonl"
 PLOT_FILE = "probe.png"
+BEST_DIR = "best"  # the checkpoint the task probe chose: its adapter, and best.json
+BEST_FILE = "best.json"
 OPENINGS = ("<tool_call>", "```", '{"')
 
 
@@ -40,6 +46,9 @@ class ProbeSets:
     first_token: list[ProbePrompt]
     replay: list[ReplayRow]
     near_miss: NearMissTask
+    tasks: TaskProbeSet | None = None
+    task_max_steps: int = 4
+    task_max_tokens: int = 256
 
 
 def probe_sets(held_out: Sequence[Mapping[str, Any]], trained: Sequence[Mapping[str, Any]], *, first_token: int,
@@ -72,6 +81,8 @@ def probe_client(client: Any, sets: ProbeSets, *, max_tokens: int = 96) -> dict[
     near = sets.near_miss
     records = [{"category": i.category, **near.score(i, near.solve(i, policy, 0))} for i in near.items()]
     out["near_miss"] = no_call_summary(records)["all"] if records else None
+    if sets.tasks is not None and sets.tasks.n:
+        out["tasks"] = task_probe(client, sets.tasks, max_tokens=sets.task_max_tokens, max_steps=sets.task_max_steps)
     return out
 
 
@@ -82,7 +93,9 @@ def plot_probe(rows: Sequence[Mapping[str, Any]], path: str | Path) -> Path:
     import matplotlib.pyplot as plt
 
     steps = [r["step"] for r in rows]
-    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8))
+    with_tasks = any(r.get("tasks") for r in rows)
+    fig, axes = plt.subplots(1, 3 if with_tasks else 2, figsize=(15 if with_tasks else 10, 3.8))
+    left, right = axes[0], axes[1]
     for block, label, style in (("call_due", "call due", "-o"), ("no_call_due", "no call due", "--s")):
         points = [(s, r["first_token"][block]["geomean"]) for s, r in zip(steps, rows)
                   if (r.get("first_token") or {}).get(block)]  # fmt: skip
@@ -101,12 +114,49 @@ def plot_probe(rows: Sequence[Mapping[str, Any]], path: str | Path) -> Path:
     right.set(xlabel="training step", ylabel="share", ylim=(-0.02, 1.02),
               title=f"replay n={(n.get('replay') or {}).get('n')}, near-miss n={(n.get('near_miss') or {}).get('n')}")
     right.legend(fontsize=8)
+    if with_tasks:
+        plot_task_probe(axes[2], rows)
     fig.tight_layout()
     path = Path(path)
     with atomic_open(path, "wb") as fh:
         fig.savefig(fh, format="png", dpi=110)
     plt.close(fig)
     return path
+
+
+def plot_task_probe(ax: Any, rows: Sequence[Mapping[str, Any]]) -> None:
+    """The task probe's share solved per category and their mean, the chosen step marked."""
+    scored = [r for r in rows if r.get("tasks")]
+    categories = [c for c in scored[-1]["tasks"] if c != "mean"]
+    for category in categories:
+        points = [(r["step"], r["tasks"][category]["valid"]) for r in scored if category in r["tasks"]]
+        n = scored[-1]["tasks"][category]["n"]
+        ax.plot([p[0] for p in points], [p[1] for p in points], "-o", ms=3, lw=1, label=f"{category} (n={n})")
+    ax.plot([r["step"] for r in scored], [r["tasks"]["mean"] for r in scored], "-", color="black", lw=2.5, label="mean")
+    chosen = best_step(rows)
+    if chosen is not None:
+        ax.axvline(chosen, color="grey", ls=":", label=f"chosen: step {chosen}")
+    ax.set(xlabel="training step", ylabel="share solved (greedy)", ylim=(-0.02, 1.02),
+           title="task probe (held-out training-half items)")
+    ax.legend(fontsize=7)
+
+
+def keep_best(output_dir: str | Path, rows: Sequence[Mapping[str, Any]], step: int) -> Path | None:
+    """When ``step`` is the task probe's best so far, copy its checkpoint's adapter (no optimizer state)
+    to ``output_dir/best`` with ``best.json``, so checkpoint rotation never loses the chosen one."""
+    output_dir = Path(output_dir)
+    source = output_dir / f"checkpoint-{step}"
+    if step == 0 or best_step(rows) != step or not source.is_dir():
+        return None
+    row = next(r for r in rows if r["step"] == step)
+    skip = {"optimizer.pt", "scheduler.pt", "trainer_state.json", "training_args.bin"}
+    with atomic_folder(output_dir / BEST_DIR) as tmp:
+        for path in source.iterdir():
+            if path.is_file() and path.name not in skip and not path.name.startswith("rng_state"):
+                shutil.copy2(path, tmp / path.name)
+        rule = "highest task-probe mean over its categories, the earlier step on ties; the start (step 0) excluded"
+        atomic_write_text(tmp / BEST_FILE, json.dumps({"step": step, "rule": rule, "tasks": row["tasks"]}, indent=1))
+    return output_dir / BEST_DIR
 
 
 def live_client(model: Any, tokenizer: Any, name: str = "training") -> Any:
@@ -138,6 +188,7 @@ class CheckpointProbe(TrainerCallback):
         rows = sorted([*rows, row], key=lambda r: r["step"])
         atomic_write_text(self.output_dir / PROBE_FILE, "".join(json.dumps(r) + "\n" for r in rows))
         plot_probe(rows, self.output_dir / PLOT_FILE)
+        keep_best(self.output_dir, rows, step)
         return row
 
     def on_train_begin(self, args, state, control, model=None, processing_class=None, **kwargs):  # noqa: ANN001

@@ -18,6 +18,7 @@ from kate.train.data import load_dataset_dir
 from kate.train.examples import CALL_FORMATS, PACKS, check_kind_repeats, sft_examples
 from kate.train.model import finish, load_for_training
 from kate.train.probe import CheckpointProbe, probe_sets
+from kate.train.task_probe import task_probe_set
 
 
 def common_args(cfg: Any) -> dict[str, Any]:
@@ -43,6 +44,8 @@ def probe_callback(cfg: Any, data_dir: str) -> CheckpointProbe | None:
     short = lambda rows: [r for r in rows if r["prompt_tokens"] <= cfg.max_length]  # noqa: E731
     sets = probe_sets(short(held_out), short(trained), first_token=cfg.probe.held_out, replay=cfg.probe.replay,
                       near_miss=cfg.probe.near_miss, seed=cfg.seed)  # fmt: skip
+    sets.tasks = task_probe_set(held_out, cfg.probe.tasks, per_category=cfg.probe.per_task, seed=cfg.seed)
+    sets.task_max_steps, sets.task_max_tokens = cfg.probe.task_max_steps, cfg.probe.task_max_tokens
     return CheckpointProbe(sets, cfg.output_dir, max_tokens=cfg.probe.max_tokens)
 
 

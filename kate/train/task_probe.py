@@ -1,0 +1,94 @@
+"""The task probe: at every save, the model being trained solves a fixed set of held-out training-half
+items with kate's default loop (greedy), scored by the tasks' own checkers: BFCL's official ones for
+BFCL entries, the own-tools task's for its questions (a right call and a right final answer).
+
+The items are the source entries of the dataset's part that is not trained on (the SFT part's
+counterpart, ``rl``), so the probe reads what training generalizes to, never a test half. One share
+per category (``valid``) and their mean; the checkpoint with the best mean is the run's choice
+(``best_step``: ties go to the earlier step), a rule fixed before any curve existed.
+
+    probe = task_probe_set(held_out_rows, ["own_tools", "irrelevance"], per_category=8, seed=0)
+    task_probe(client, probe)  # {"own_tools": {"n": 8, "valid": 0.5, ...}, ..., "mean": 0.44}
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from kate.agent.policy import Policy
+from kate.agent.settings import LoopSettings
+from kate.sampling.policy import GreedySampler
+
+OWN_TOOLS = "own_tools"
+DEFAULT_CATEGORIES = ("own_tools", "irrelevance", "live_irrelevance", "simple_python", "multiple")
+
+
+@dataclass(frozen=True)
+class TaskProbeSet:
+    """Source ids per category (held-out training-half items), in the order they are solved."""
+
+    items: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+    @property
+    def n(self) -> int:
+        return sum(len(ids) for ids in self.items.values())
+
+
+def task_probe_set(rows: Sequence[Mapping[str, Any]], categories: Sequence[str], *, per_category: int,
+                   seed: int = 0) -> TaskProbeSet:  # fmt: skip
+    """Up to ``per_category`` source entries of each category among ``rows`` (a seeded sample of the
+    sorted ids, so the set is fixed for a dataset); a category with no row is left out."""
+    rng = random.Random(seed)
+    out: dict[str, tuple[str, ...]] = {}
+    for category in categories:
+        ids = sorted({str(r["source_id"]) for r in rows if r["category"] == category})
+        if ids and per_category > 0:
+            out[category] = tuple(sorted(rng.sample(ids, min(per_category, len(ids)))))
+    return TaskProbeSet(out)
+
+
+def _task(category: str, ids: Sequence[str]) -> tuple[Any, list[Any]]:
+    """The task solving ``ids`` and its items, in the order of ``ids`` (an unknown id fails loudly)."""
+    if category == OWN_TOOLS:
+        from kate.tasks.own_tools import OwnToolsTask
+
+        task: Any = OwnToolsTask(split="all")
+    else:
+        from kate.bfcl.data import load_entries
+        from kate.tasks.bfcl import BFCLTask
+
+        task = BFCLTask(load_entries(category, "train"), split="train")
+    by_id = {item.id: item for item in task.items()}
+    missing = [i for i in ids if i not in by_id]
+    if missing:
+        raise ValueError(f"task probe: {category} has no training-half item {missing[0]!r}")
+    return task, [by_id[i] for i in ids]
+
+
+def task_probe(client: Any, probe: TaskProbeSet, *, max_tokens: int = 256, max_steps: int = 4,
+               seed: int = 0) -> dict[str, Any]:  # fmt: skip
+    """Each category's share of items solved (``valid``; own tools also ``answer_ok``) and the mean."""
+    settings = LoopSettings(max_steps=max_steps)
+    policy = Policy(client, GreedySampler(max_tokens=max_tokens), settings=settings)
+    out: dict[str, Any] = {}
+    for category, ids in probe.items.items():
+        task, items = _task(category, ids)
+        scores = [task.score(item, task.solve(item, policy, seed)) for item in items]
+        row = {"n": len(scores), "valid": round(sum(bool(s.get("valid")) for s in scores) / len(scores), 4)}
+        if category == OWN_TOOLS:
+            row["answer_ok"] = round(sum(bool(s.get("answer_ok")) for s in scores) / len(scores), 4)
+        out[category] = row
+    if out:
+        out["mean"] = round(sum(r["valid"] for r in out.values()) / len(out), 4)
+    return out
+
+
+def best_step(rows: Sequence[Mapping[str, Any]], *, include_start: bool = False) -> int | None:
+    """The step whose task probe has the highest mean (the earlier on ties); step 0 (the model before
+    training) only with ``include_start``. None when no row has a task probe."""
+    scored = [(r["tasks"]["mean"], -r["step"], r["step"]) for r in rows
+              if (r.get("tasks") or {}).get("mean") is not None and (include_start or r["step"] > 0)]  # fmt: skip
+    return max(scored)[2] if scored else None

@@ -1,0 +1,74 @@
+"""The task probe: a fixed set of held-out training-half items, solved with the default loop and
+scored by the tasks' own checkers; its best mean picks the checkpoint kept in ``best/``."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from kate.llm.fake import FakeChatModel
+from kate.train.probe import BEST_DIR, BEST_FILE, keep_best, plot_probe
+from kate.train.task_probe import TaskProbeSet, best_step, task_probe, task_probe_set
+
+
+def _rows() -> list[dict]:
+    rows = [{"source_id": f"irrelevance_{i}", "category": "irrelevance"} for i in (0, 2, 4, 6)]
+    rows += [{"source_id": "irrelevance_0", "category": "irrelevance"}]  # a second step of the same item
+    rows += [{"source_id": f"own_tools_0{i}", "category": "own_tools"} for i in (0, 2)]
+    return rows
+
+
+def test_the_set_is_a_fixed_seeded_sample_of_each_categorys_items():
+    probe = task_probe_set(_rows(), ["irrelevance", "own_tools", "multiple"], per_category=3, seed=0)
+    assert set(probe.items) == {"irrelevance", "own_tools"}  # multiple has no held-out row: left out
+    assert len(probe.items["irrelevance"]) == 3 and len(set(probe.items["irrelevance"])) == 3
+    assert probe.items["own_tools"] == ("own_tools_00", "own_tools_02")
+    assert probe == task_probe_set(list(reversed(_rows())), ["irrelevance", "own_tools"], per_category=3, seed=0)
+    assert probe.n == 5
+    assert task_probe_set(_rows(), ["irrelevance"], per_category=0).n == 0
+
+
+def test_items_are_solved_by_their_tasks_and_scored_by_their_checkers():
+    call = '<tool_call>\n{"name": "convert_units", "arguments": {"value": 10, "from_unit": "km", "to_unit": "mi"}}\n</tool_call>'
+    model = FakeChatModel(["No function here fits the question.", call, "10 km is about 6.21 miles."])
+    probe = TaskProbeSet({"irrelevance": ("irrelevance_0",), "own_tools": ("own_tools_00",)})
+    out = task_probe(model, probe, max_tokens=64, max_steps=4)
+    assert out["irrelevance"] == {"n": 1, "valid": 1.0}  # BFCL's checker: no call where none is due
+    assert out["own_tools"] == {"n": 1, "valid": 1.0, "answer_ok": 1.0}
+    assert out["mean"] == 1.0
+
+
+def test_an_item_outside_the_training_half_fails_loudly():
+    with pytest.raises(ValueError, match="irrelevance_1"):  # odd index: the test half
+        task_probe(FakeChatModel(["no"], repeat_last=True), TaskProbeSet({"irrelevance": ("irrelevance_1",)}))
+
+
+def test_the_best_step_is_the_highest_mean_earliest_on_ties_never_the_start():
+    rows = [{"step": 0, "tasks": {"mean": 0.9}}, {"step": 10, "tasks": {"mean": 0.4}},
+            {"step": 20, "tasks": {"mean": 0.6}}, {"step": 30, "tasks": {"mean": 0.6}}, {"step": 40}]  # fmt: skip
+    assert best_step(rows) == 20
+    assert best_step(rows, include_start=True) == 0
+    assert best_step([{"step": 5}]) is None
+
+
+def test_the_best_checkpoint_is_kept_without_its_optimizer_state(tmp_path):
+    for step in (10, 20):
+        folder = tmp_path / f"checkpoint-{step}"
+        folder.mkdir()
+        for name in ("adapter_model.safetensors", "adapter_config.json", "optimizer.pt", "rng_state.pth"):
+            (folder / name).write_text(f"{name} {step}")
+    rows = [{"step": 10, "tasks": {"irrelevance": {"n": 2, "valid": 0.5}, "mean": 0.5}}]
+    assert keep_best(tmp_path, rows, 10) == tmp_path / BEST_DIR
+    rows.append({"step": 20, "tasks": {"irrelevance": {"n": 2, "valid": 0.0}, "mean": 0.0}})
+    assert keep_best(tmp_path, rows, 20) is None  # worse: best/ keeps step 10
+    best = tmp_path / BEST_DIR
+    assert sorted(p.name for p in best.iterdir()) == ["adapter_config.json", "adapter_model.safetensors", BEST_FILE]
+    assert (best / "adapter_model.safetensors").read_text() == "adapter_model.safetensors 10"
+    assert json.loads((best / BEST_FILE).read_text())["step"] == 10
+
+
+def test_the_curve_has_a_task_panel(tmp_path):
+    rows = [{"step": s, "tasks": {"irrelevance": {"n": 2, "valid": v}, "mean": v}} for s, v in ((0, 0.5), (5, 1.0))]
+    path = plot_probe(rows, tmp_path / "probe.png")
+    assert path.stat().st_size > 0
