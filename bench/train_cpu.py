@@ -3,7 +3,7 @@ halves, evaluated on a fixed test-half slice in four arms. Every stage is resuma
 command (in a later session too) and it continues where it stopped; finished stages are skipped.
 
     .venv/bin/python bench/train_cpu.py                 # every stage in order
-    .venv/bin/python bench/train_cpu.py --stages eval   # only some: data,sft,grpo,eval,report,sft_answers,grpo_answers,sft_checkpoints
+    .venv/bin/python bench/train_cpu.py --stages eval   # only some: data,sft,grpo,eval,report,sft_answers,grpo_answers,sft_checkpoints,adopt_*
     .venv/bin/python bench/train_cpu.py --stages eval --arms trained_direct --adapter sft_answers
     .venv/bin/python bench/train_cpu.py --stages eval --arms trained_direct --adapter grpo_answers --parts own_tools
     .venv/bin/python bench/train_cpu.py --stages report # the report from the committed records
@@ -24,6 +24,9 @@ Stages:
   trajectory bench/diagnose_ii.py plots (the sft run saves twice, too few points for a curve).
 - grpo_answers (only when named): GRPO with the same settings from the sft_answers adapter ->
   bench/runs/train/grpo_answers/ (the pipeline's grpo starts from the JSON SFT, which never answers).
+- adopt_data, adopt_sft, adopt_dpo (only when named; `--stages adopt_data,adopt_sft,adopt_dpo`): the
+  checkpoint a user can adopt (ADOPT_* below) -> train/data/adopt_steps, bench/runs/train/adopt_sft/ and
+  adopt_dpo/ (probe.jsonl and probe.png with the task probe's curve, best/ the chosen checkpoint).
 - eval: the slice of bench/bfcl.py (the first 8 test-half entries of every single-turn category and
   30 multi_turn_base dialogues) for the trained model (llama.cpp + the LoRA adapter, the untrained
   model's cost) in the direct and KATE (st_w8v) arms, into bench/runs/train/<arm>/ (the untrained
@@ -71,6 +74,22 @@ GRPO = [f"max_prompt_tokens={MAX_LENGTH}", "max_steps=30", "save_steps=10", "num
         "per_device_train_batch_size=1", "gradient_accumulation_steps=4", "max_completion_length=96",
         "learning_rate=2e-5", "threads=2", "lora.r=8", "lora.alpha=16", "probe.held_out=8", "probe.replay=4",
         "probe.near_miss=4", "probe.max_tokens=64"]
+# adopt_*: the checkpoint a user can adopt (a long run, probed at every save; train/README.md, "The adopted
+# checkpoint"). The data: every category above plus own-tools answers, with Hammer-style function masking in
+# 30% of dialogues (a share set before any run, not tuned); the SFT of sft_answers (the settings that answered
+# on own tools) for 8x the steps, a save and a task probe every 20 steps; the checkpoint kept is the task
+# probe's best mean (held-out training-half items: own tools, irrelevance, live_irrelevance, simple_python,
+# multiple); then DPO from it on the same SFT part (the RL part stays held out for the probe), calls in the
+# same JSON form, a wrong call / a call where none is due / another call instead of the answer rejected.
+ADOPT_DATA = "train/data/adopt_steps"
+ADOPT_MASKING = "masking.share=0.3"
+ADOPT_PROBE = ["probe.held_out=8", "probe.replay=4", "probe.near_miss=4", "probe.max_tokens=64", "probe.per_task=8",
+               "probe.task_max_steps=4", "probe.task_max_tokens=128"]
+ADOPT_SFT = [*[a for a in SFT_ANSWERS if not a.startswith(("max_steps=", "save_steps=", "probe."))], "max_steps=240",
+             "save_steps=20", "save_total_limit=2", *ADOPT_PROBE]
+ADOPT_DPO = ["part=sft", CALL_FORMAT, f"max_length={MAX_LENGTH}", "max_steps=120", "save_steps=20",
+             "save_total_limit=2", "gradient_accumulation_steps=4", "learning_rate=5e-6", "beta=0.1", "threads=2",
+             *ADOPT_PROBE]
 SFT_CHECKPOINT_EVERY = 5  # 6 checkpoints over the 30 steps: the trajectory's points
 OWN_TOOLS_MAX_STEPS = 4  # as bench/results/own_tools_baseline.json: an untrained turn never stops calling
 
@@ -109,6 +128,29 @@ def stage_grpo(name: str = "grpo", start: str = "sft") -> None:
              f"init_adapter={RUNS / start / 'final'}", *GRPO)
 
 
+def stage_adopt_data() -> None:
+    if (ROOT / ADOPT_DATA / "kate-train-data.json").exists():
+        print(f"adopt_data: {ADOPT_DATA} exists")
+        return
+    kate("train", "data", f"categories=[{','.join(CATEGORIES)}]", "own_tools_split=train", ADOPT_MASKING,
+         f"out_dir={ADOPT_DATA}")
+
+
+def stage_adopt_sft() -> None:
+    if not finished(RUNS / "adopt_sft"):
+        kate("train", "sft", f"data_dir={ADOPT_DATA}", f"output_dir={RUNS / 'adopt_sft'}", *ADOPT_SFT)
+
+
+def stage_adopt_dpo() -> None:
+    """DPO from the SFT's chosen checkpoint (best/: the task probe's best mean)."""
+    start = RUNS / "adopt_sft" / "best"
+    if not (start / "adapter_config.json").exists():
+        raise SystemExit(f"adopt_dpo: {start} does not exist yet (run --stages adopt_sft first)")
+    if not finished(RUNS / "adopt_dpo"):
+        kate("train", "dpo", f"data_dir={ADOPT_DATA}", f"output_dir={RUNS / 'adopt_dpo'}", f"init_adapter={start}",
+             *ADOPT_DPO)
+
+
 def stage_eval(which: list[str], adapter_stage: str | None, parts: tuple[str, ...]) -> None:
     """The arms on the pipeline's adapter into bench/runs/train/<arm>/, or on another stage's into
     bench/runs/train/<arm>_<stage>/ (``kate.train.eval_arms.eval_plan``)."""
@@ -142,6 +184,12 @@ def main() -> None:
             stage_grpo()
         elif stage == "grpo_answers":
             stage_grpo("grpo_answers", start="sft_answers")
+        elif stage == "adopt_data":
+            stage_adopt_data()
+        elif stage == "adopt_sft":
+            stage_adopt_sft()
+        elif stage == "adopt_dpo":
+            stage_adopt_dpo()
         elif stage == "eval":
             stage_eval(args.arms.split(","), args.adapter, tuple(args.parts.split(",")))
         elif stage == "report":
