@@ -129,11 +129,14 @@ def stage_grpo(name: str = "grpo", start: str = "sft") -> None:
 
 
 def stage_adopt_data() -> None:
-    if (ROOT / ADOPT_DATA / "kate-train-data.json").exists():
+    """The data (regenerable, not committed) and a copy of its manifest, committed: what it holds."""
+    manifest = ROOT / ADOPT_DATA / "kate-train-data.json"
+    if manifest.exists():
         print(f"adopt_data: {ADOPT_DATA} exists")
-        return
-    kate("train", "data", f"categories=[{','.join(CATEGORIES)}]", "own_tools_split=train", ADOPT_MASKING,
-         f"out_dir={ADOPT_DATA}")
+    else:
+        kate("train", "data", f"categories=[{','.join(CATEGORIES)}]", "own_tools_split=train", ADOPT_MASKING,
+             f"out_dir={ADOPT_DATA}")
+    (RUNS / "adopt_data.json").write_text(manifest.read_text())
 
 
 def stage_adopt_sft() -> None:
