@@ -16,6 +16,8 @@ first paired comparisons at full n come early; then seeds 1 and 2 of the sampled
 adaptive arm, three selection runs on 20 training-half entries per single-turn category (``select``):
 ``bench/adaptive_select.py`` chooses the adaptive vote's settings from them by a rule fixed in advance
 (kate.eval.adaptive_selection) into ``adaptive_selection.json``; ``st_w8a`` waits for that file.
+After st_w8a's single-turn part, 30 training-half dialogues greedy and with the adaptive vote
+(``select_multi``): the vote must not lose turns there before it runs on the test half's dialogues.
 """
 
 from __future__ import annotations
@@ -46,11 +48,13 @@ ADAPTERS = {"grpo_answers": "bench/runs/train/grpo_answers/final/adapter.gguf",
 # part -> (categories, split, entries per category): the test half at full n, and the selection set on
 # the training half where the adaptive vote's settings are chosen (never on the test half)
 PARTS = {"single": (list(SINGLE_TURN), "test", None), "multi": (["multi_turn_base"], "test", None),
-         "select": (list(SINGLE_TURN), "train", 20)}  # fmt: skip
+         "select": (list(SINGLE_TURN), "train", 20),
+         "select_multi": (["multi_turn_base"], "train", 30)}  # fmt: skip
 SELECTION = RESULTS / "adaptive_selection.json"  # the adaptive vote's chosen overrides (bench/adaptive_select.py)
 # arms that run with SELECTION's overrides, and wait until it exists; the selection set is single-turn, and
-# st_w8a's multi-turn part inherits the single-turn choice (no multi-turn selection set exists)
-CHOSEN = ("st_w8a",)
+# st_w8a's multi-turn part inherits the single-turn choice, checked first on 30 training-half dialogues
+# against greedy (select_multi: the adaptive vote must not lose turns there) before the test half's
+CHOSEN = ("st_w8a", "select_st_w8a_multi")
 # (arm name in bench/runs/full, conf/arm name, part, seeds, extra overrides)
 SCHEDULE: list[tuple[str, str, str, list[int], list[str]]] = [
     ("direct", "direct", "single", [0], []),
@@ -61,6 +65,8 @@ SCHEDULE: list[tuple[str, str, str, list[int], list[str]]] = [
     ("select_st_w8a_gate", "st_w8a", "select", [0], ["sampling.gate_logprob=1.0"]),
     ("select_st_w8a_t05", "st_w8a", "select", [0], ["sampling.first_temperature=0.5"]),
     ("st_w8a", "st_w8a", "single", [0], []),
+    ("select_direct_multi", "direct", "select_multi", [0], []),
+    ("select_st_w8a_multi", "st_w8a", "select_multi", [0], []),
     ("st_w8v", "st_w8v", "single", [0], []),
     ("st_w8a", "st_w8a", "multi", [0], []),
     ("grpo_answers", "direct", "single", [0], [f"llm.lora={ADAPTERS['grpo_answers']}"]),
@@ -194,7 +200,7 @@ def write_report() -> None:
     RESULTS.mkdir(parents=True, exist_ok=True)
     atomic_write_json(RESULTS / "progress.json", rows)
     # the test-half arms (the selection runs are training-half records: never in this report)
-    arms = [n for n in dict.fromkeys(name for name, _, part, *_ in SCHEDULE if part != "select") if (RUNS / n).exists()]
+    arms = [n for n in dict.fromkeys(name for name, _, part, *_ in SCHEDULE if not part.startswith("select")) if (RUNS / n).exists()]
     if arms:
         runs = "{" + ", ".join(f"{n}: {RUNS / n}" for n in arms) + "}"
         with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
