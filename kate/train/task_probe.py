@@ -18,6 +18,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from tqdm import tqdm
+
 from kate.agent.policy import Policy
 from kate.agent.settings import LoopSettings
 from kate.sampling.policy import GreedySampler
@@ -68,19 +70,24 @@ def _task(category: str, ids: Sequence[str]) -> tuple[Any, list[Any]]:
     return task, [by_id[i] for i in ids]
 
 
-def task_probe(client: Any, probe: TaskProbeSet, *, max_tokens: int = 256, max_steps: int = 4,
-               seed: int = 0) -> dict[str, Any]:  # fmt: skip
+def task_probe(client: Any, probe: TaskProbeSet, *, max_tokens: int = 256, max_steps: int = 4, seed: int = 0,
+               progress: bool = True) -> dict[str, Any]:  # fmt: skip
     """Each category's share of items solved (``valid``; own tools also ``answer_ok``) and the mean."""
     settings = LoopSettings(max_steps=max_steps)
     policy = Policy(client, GreedySampler(max_tokens=max_tokens), settings=settings)
     out: dict[str, Any] = {}
+    bar = tqdm(total=probe.n, desc="task probe", unit="item", disable=not progress)
     for category, ids in probe.items.items():
         task, items = _task(category, ids)
-        scores = [task.score(item, task.solve(item, policy, seed)) for item in items]
+        scores = []
+        for item in items:
+            scores.append(task.score(item, task.solve(item, policy, seed)))
+            bar.update(1)
         row = {"n": len(scores), "valid": round(sum(bool(s.get("valid")) for s in scores) / len(scores), 4)}
         if category == OWN_TOOLS:
             row["answer_ok"] = round(sum(bool(s.get("answer_ok")) for s in scores) / len(scores), 4)
         out[category] = row
+    bar.close()
     if out:
         out["mean"] = round(sum(r["valid"] for r in out.values()) / len(out), 4)
     return out
