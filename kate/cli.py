@@ -26,7 +26,7 @@ SUBCOMMANDS: dict[str, tuple[str, str, str]] = {
     "appworld": ("appworld", "kate.appworld_cmd:run_appworld", "code-action loop on AppWorld or its stand-in"),
     "serve": ("serve", "kate.serve_cmd:run_serve", "OpenAI-compatible server: kate's knowledge and vote for any agent loop"),
     "models": ("models", "kate.models_cmd:run_models", "list | install | verify [NAME ...] offline model files"),
-    "train": ("train/<job>", "kate.train_cmd:run_<job>", "training: data | sft | grpo | dpo (SFT / GRPO / DPO with TRL)"),
+    "train": ("train/<job>", "kate.train_cmd:run_<job>", "training: data | sft | grpo | dpo | verifier (SFT / GRPO / DPO / reward model with TRL)"),
     "diagnose": ("diagnose", "kate.diagnose_cmd:run_diagnose", "knowing-doing diagnostics: name=necessity|...|gate|all set=..."),
     "results": ("results", "kate.eval.results_doc:run_results", "regenerate docs/results.md and the README's results table"),
 }

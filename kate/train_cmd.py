@@ -1,4 +1,4 @@
-"""``kate train data | sft | grpo | dpo``: the plain functions Hydra's apps call (and tests, and the thin
+"""``kate train data | sft | grpo | dpo | verifier``: the plain functions Hydra's apps call (and tests, and the thin
 entry points in the top-level ``train/``)."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from omegaconf import DictConfig, OmegaConf
 from kate.eval.config import plain
 from kate.retrieval.config import RetrievalConfig
 from kate.retrieval.knowledge import make_knowledge
-from kate.train.config import DataConfig, DPOJobConfig, GRPOJobConfig, SFTJobConfig
+from kate.train.config import DataConfig, DPOJobConfig, GRPOJobConfig, SFTJobConfig, VerifierJobConfig
 
 
 def typed(cfg: DictConfig | Any, schema: type) -> Any:
@@ -64,5 +64,13 @@ def run_dpo(cfg: DictConfig) -> dict[str, Any]:
     from kate.train.dpo import run_dpo as dpo
 
     summary = dpo(typed(cfg, DPOJobConfig))
+    print(json.dumps(summary, indent=1))
+    return summary
+
+
+def run_verifier(cfg: DictConfig) -> dict[str, Any]:
+    from kate.train.verifier import run_verifier as verifier
+
+    summary = verifier(typed(cfg, VerifierJobConfig))
     print(json.dumps(summary, indent=1))
     return summary

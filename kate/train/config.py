@@ -13,7 +13,7 @@ from typing import Any, Dict, List, Optional
 
 from omegaconf import MISSING
 
-JOBS = ("data", "sft", "grpo", "dpo")  # kate train <job>
+JOBS = ("data", "sft", "grpo", "dpo", "verifier")  # kate train <job>
 
 
 def help_field(text: str, default: Any = MISSING, factory: Any = None) -> Any:
@@ -184,6 +184,45 @@ class DPOJobConfig(TrainerConfig):
     precompute_ref_log_probs: bool = help_field("compute the reference's log-probabilities once before training", False)
 
 
+@dataclass
+class VerifierJobConfig:
+    """``kate train verifier``: TRL's RewardTrainer on (right, wrong) candidate pairs of width samples from
+    run records, labelled by BFCL's official checker (``kate.train.verifier``, ``docs/verifier.md``)."""
+
+    model: str = help_field("the base model: a kate model name, a .gguf path, or an HF folder (a scalar head is "
+                            "added on it)", "qwen2.5-coder-0.5b-instruct-q4_k_m")
+    records: List[str] = help_field("run records files (records.jsonl of width runs on BFCL training halves; a "
+                                    "test-half id is refused)", factory=list)
+    held_out: float = help_field("share of entries (a seeded hash of the id) kept out of training and measured at "
+                                 "the end", 0.2)
+    fold_seed: int = help_field("seed of the train / held-out split of entries", 0)
+    max_pairs_per_entry: Optional[int] = help_field("(right, wrong) pairs kept per entry, a seeded choice (null: all)",
+                                                    8)
+    calibration_bins: int = help_field("equal-count bins of the held-out candidates' scores in the calibration", 10)
+    output_dir: str = help_field("checkpoints (checkpoint-<step>/), final/ (the adapter and head), summary.json, "
+                                 "held_out.json and calibration.png", "train/runs/verifier")
+    lora: LoraConfig = help_field("LoRA settings (the scalar head is always trained whole)", factory=LoraConfig)
+    max_steps: int = help_field("optimizer steps (-1: num_train_epochs)", 200)
+    num_train_epochs: float = help_field("epochs when max_steps is -1", 1.0)
+    learning_rate: float = help_field("peak learning rate", 1e-4)
+    per_device_train_batch_size: int = help_field("pairs per device per forward", 1)
+    gradient_accumulation_steps: int = help_field("forwards per optimizer step", 4)
+    max_length: int = help_field("tokens of one prompt + candidate; longer pairs are left out (and counted)", 3072)
+    center_rewards_coefficient: Optional[float] = help_field("TRL's push of the scores' mean towards 0 (keeps "
+                                                             "sigmoid(score) readable); null: none", 0.01)
+    save_steps: int = help_field("save every this many steps", 50)
+    save_total_limit: int = help_field("checkpoints kept", 3)
+    logging_steps: int = help_field("log metrics every this many steps", 5)
+    seed: int = help_field("trainer seed (and the head's initialization)", 0)
+    bf16: bool = help_field("bf16 mixed precision (a GPU choice; false on CPU)", False)
+    gradient_checkpointing: bool = help_field("recompute activations (saves memory, costs time; off on CPU)", False)
+    use_cpu: bool = help_field("train on the CPU even when a GPU is visible", False)
+    dtype: str = help_field("weights' dtype when loading (float32 on CPU; bfloat16 on GPU)", "float32")
+    threads: Optional[int] = help_field("torch threads (null: torch's default)", None)
+    evaluate: bool = help_field("score the held-out fold at the end (pairwise accuracy, calibration)", True)
+    trl_overrides: Dict[str, Any] = help_field("any other RewardConfig field, passed through", factory=dict)
+
+
 def register() -> None:
     """The training jobs' schemas in Hydra's ConfigStore (``train_<job>_schema``)."""
     from hydra.core.config_store import ConfigStore
@@ -193,3 +232,4 @@ def register() -> None:
     store.store(name="train_sft_schema", node=SFTJobConfig)
     store.store(name="train_grpo_schema", node=GRPOJobConfig)
     store.store(name="train_dpo_schema", node=DPOJobConfig)
+    store.store(name="train_verifier_schema", node=VerifierJobConfig)
