@@ -72,3 +72,18 @@ def test_the_curve_has_a_task_panel(tmp_path):
     rows = [{"step": s, "tasks": {"irrelevance": {"n": 2, "valid": v}, "mean": v}} for s, v in ((0, 0.5), (5, 1.0))]
     path = plot_probe(rows, tmp_path / "probe.png")
     assert path.stat().st_size > 0
+
+
+def test_the_task_probe_runs_each_save_on_llamacpp_with_that_saves_adapter(tmp_path, monkeypatch):
+    import kate.train.probe as probe_module
+    from kate.diagnose.near_miss import NearMissTask
+    from kate.train.probe import CheckpointProbe, ProbeSets
+
+    opened = []
+    monkeypatch.setattr(probe_module, "engine_client", lambda model, adapter, workers: opened.append((model, adapter)))
+    sets = ProbeSets([], [], NearMissTask([]), tasks=TaskProbeSet({"irrelevance": ("irrelevance_0",)}))
+    probe = CheckpointProbe(sets, tmp_path, model="m", init_adapter="start/best")
+    probe._task_client(0), probe._task_client(20)
+    assert opened == [("m", "start/best"), ("m", tmp_path / "checkpoint-20")]
+    sets.task_engine = "hf"
+    assert probe._task_client(40) is None and len(opened) == 2  # the live model generates instead

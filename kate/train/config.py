@@ -104,6 +104,9 @@ class ProbeConfig:
     per_task: int = help_field("task probe: items per category (a seeded sample of the held-out part's)", 8)
     task_max_steps: int = help_field("task probe: model steps per turn (an own-tools question needs 2-3)", 4)
     task_max_tokens: int = help_field("task probe: tokens per model step", 256)
+    task_engine: str = help_field("task probe: llamacpp (the checkpoint's adapter on llama.cpp, as users run it; "
+                                  "quantized, items decoded together) | hf (the model being trained, generating)", "llamacpp")
+    task_workers: int = help_field("task probe: items in flight on llama.cpp (decoded together)", 4)
 
 
 @dataclass

@@ -32,7 +32,7 @@ from kate.diagnose.replay import ReplayRow, ReplayTask, replay_summary
 from kate.sampling.policy import GreedySampler
 from kate.io import atomic_folder, atomic_open, atomic_write_text, read_jsonl
 from kate.toolcall import ToolCall
-from kate.train.task_probe import TaskProbeSet, best_step, task_probe
+from kate.train.task_probe import TaskProbeSet, best_step, engine_client, task_probe
 
 PROBE_FILE = "probe.jsonl"
 PLOT_FILE = "probe.png"
@@ -49,6 +49,8 @@ class ProbeSets:
     tasks: TaskProbeSet | None = None
     task_max_steps: int = 4
     task_max_tokens: int = 256
+    task_engine: str = "llamacpp"  # llamacpp: the saved adapter on llama.cpp (engine_client) | hf: the live model
+    task_workers: int = 4
 
 
 def probe_sets(held_out: Sequence[Mapping[str, Any]], trained: Sequence[Mapping[str, Any]], *, first_token: int,
@@ -69,8 +71,9 @@ def probe_sets(held_out: Sequence[Mapping[str, Any]], trained: Sequence[Mapping[
     return ProbeSets(prompts, replays, NearMissTask(items, origin={"source": "training rows", "seed": seed}))
 
 
-def probe_client(client: Any, sets: ProbeSets, *, max_tokens: int = 96) -> dict[str, Any]:
-    """The three measures on an ``hf`` client (its ``model`` and ``tokenizer``), greedy."""
+def probe_client(client: Any, sets: ProbeSets, *, max_tokens: int = 96, task_client: Any = None) -> dict[str, Any]:
+    """The measures on an ``hf`` client (its ``model`` and ``tokenizer``), greedy; the task probe on
+    ``task_client`` when given (the saved adapter on llama.cpp), else on ``client``."""
     policy = Policy(client, GreedySampler(max_tokens=max_tokens), settings=LoopSettings())  # what the probes measured
     out: dict[str, Any] = {}
     if sets.first_token:
@@ -82,7 +85,10 @@ def probe_client(client: Any, sets: ProbeSets, *, max_tokens: int = 96) -> dict[
     records = [{"category": i.category, **near.score(i, near.solve(i, policy, 0))} for i in near.items()]
     out["near_miss"] = no_call_summary(records)["all"] if records else None
     if sets.tasks is not None and sets.tasks.n:
-        out["tasks"] = task_probe(client, sets.tasks, max_tokens=sets.task_max_tokens, max_steps=sets.task_max_steps)
+        engine = task_client is not None
+        out["tasks"] = task_probe(task_client or client, sets.tasks, max_tokens=sets.task_max_tokens,
+                                  max_steps=sets.task_max_steps, workers=sets.task_workers if engine else 1)
+        out["task_engine"] = "llamacpp" if engine else "hf"
     return out
 
 
@@ -127,7 +133,7 @@ def plot_probe(rows: Sequence[Mapping[str, Any]], path: str | Path) -> Path:
 def plot_task_probe(ax: Any, rows: Sequence[Mapping[str, Any]]) -> None:
     """The task probe's share solved per category and their mean, the chosen step marked."""
     scored = [r for r in rows if r.get("tasks")]
-    categories = [c for c in scored[-1]["tasks"] if c != "mean"]
+    categories = [c for c, v in scored[-1]["tasks"].items() if isinstance(v, Mapping)]
     for category in categories:
         points = [(r["step"], r["tasks"][category]["valid"]) for r in scored if category in r["tasks"]]
         n = scored[-1]["tasks"][category]["n"]
@@ -169,8 +175,19 @@ def live_client(model: Any, tokenizer: Any, name: str = "training") -> Any:
 class CheckpointProbe(TrainerCallback):
     """Probes the model at the start (step 0) and after every save; rows in ``<output_dir>/probe.jsonl``."""
 
-    def __init__(self, sets: ProbeSets, output_dir: str | Path, *, max_tokens: int = 96) -> None:
+    def __init__(self, sets: ProbeSets, output_dir: str | Path, *, max_tokens: int = 96, model: str | None = None,
+                 init_adapter: str | None = None) -> None:  # fmt: skip
         self.sets, self.output_dir, self.max_tokens = sets, Path(output_dir), max_tokens
+        self.model, self.init_adapter = model, init_adapter  # for the task probe's llama.cpp client
+
+    def _task_client(self, step: int) -> Any:
+        """llama.cpp with the adapter saved at ``step`` (the start: ``init_adapter``, or the base)."""
+        if self.sets.tasks is None or not self.sets.tasks.n or self.sets.task_engine != "llamacpp":
+            return None
+        if self.model is None:
+            raise ValueError("the task probe on llama.cpp needs the kate model the run trains (model=...)")
+        adapter = self.output_dir / f"checkpoint-{step}" if step > 0 else self.init_adapter
+        return engine_client(self.model, adapter, workers=self.sets.task_workers)
 
     def _rows(self) -> list[dict[str, Any]]:
         path = self.output_dir / PROBE_FILE
@@ -180,9 +197,13 @@ class CheckpointProbe(TrainerCallback):
         rows = [r for r in self._rows() if r["step"] != step]
         was_training = model.training
         model.eval()
+        task_client = self._task_client(step)
         try:
-            row = {"step": step, **probe_client(live_client(model, tokenizer), self.sets, max_tokens=self.max_tokens)}
+            row = {"step": step, **probe_client(live_client(model, tokenizer), self.sets, max_tokens=self.max_tokens,
+                                                task_client=task_client)}  # fmt: skip
         finally:
+            if task_client is not None:
+                task_client.close()
             if was_training:
                 model.train()
         rows = sorted([*rows, row], key=lambda r: r["step"])

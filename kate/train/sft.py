@@ -38,6 +38,8 @@ def probe_callback(cfg: Any, data_dir: str) -> CheckpointProbe | None:
     (``part=all`` has no held-out part: the first-token probe then reads trained rows, as the probe says)."""
     if not cfg.probe.enabled:
         return None
+    if cfg.probe.task_engine not in ("llamacpp", "hf"):
+        raise ValueError(f"probe.task_engine must be llamacpp or hf, got {cfg.probe.task_engine!r}")
     other = {"sft": "rl", "rl": "sft"}.get(cfg.part, "all")
     held_out, _ = load_dataset_dir(data_dir, part=other)
     trained, _ = load_dataset_dir(data_dir, part=cfg.part)
@@ -46,7 +48,9 @@ def probe_callback(cfg: Any, data_dir: str) -> CheckpointProbe | None:
                       near_miss=cfg.probe.near_miss, seed=cfg.seed)  # fmt: skip
     sets.tasks = task_probe_set(held_out, cfg.probe.tasks, per_category=cfg.probe.per_task, seed=cfg.seed)
     sets.task_max_steps, sets.task_max_tokens = cfg.probe.task_max_steps, cfg.probe.task_max_tokens
-    return CheckpointProbe(sets, cfg.output_dir, max_tokens=cfg.probe.max_tokens)
+    sets.task_engine, sets.task_workers = cfg.probe.task_engine, cfg.probe.task_workers
+    return CheckpointProbe(sets, cfg.output_dir, max_tokens=cfg.probe.max_tokens, model=cfg.model,
+                           init_adapter=cfg.init_adapter)  # fmt: skip
 
 
 def trainer_callbacks(cfg: Any) -> list:

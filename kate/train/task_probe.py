@@ -5,7 +5,9 @@ BFCL entries, the own-tools task's for its questions (a right call and a right f
 The items are the source entries of the dataset's part that is not trained on (the SFT part's
 counterpart, ``rl``), so the probe reads what training generalizes to, never a test half. One share
 per category (``valid``) and their mean; the checkpoint with the best mean is the run's choice
-(``best_step``: ties go to the earlier step), a rule fixed before any curve existed.
+(``best_step``: ties go to the earlier step), a rule fixed before any curve existed. By default the
+items run on llama.cpp with the checkpoint's adapter (``engine_client``): what a user runs, quantized, several
+items decoded together, rather than generating with the model being trained in float32.
 
     probe = task_probe_set(held_out_rows, ["own_tools", "irrelevance"], per_category=8, seed=0)
     task_probe(client, probe)  # {"own_tools": {"n": 8, "valid": 0.5, ...}, ..., "mean": 0.44}
@@ -14,8 +16,10 @@ per category (``valid``) and their mean; the checkpoint with the best mean is th
 from __future__ import annotations
 
 import random
+from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from tqdm import tqdm
@@ -71,18 +75,23 @@ def _task(category: str, ids: Sequence[str]) -> tuple[Any, list[Any]]:
 
 
 def task_probe(client: Any, probe: TaskProbeSet, *, max_tokens: int = 256, max_steps: int = 4, seed: int = 0,
-               progress: bool = True) -> dict[str, Any]:  # fmt: skip
-    """Each category's share of items solved (``valid``; own tools also ``answer_ok``) and the mean."""
+               workers: int = 1, progress: bool = True) -> dict[str, Any]:  # fmt: skip
+    """Each category's share of items solved (``valid``; own tools also ``answer_ok``) and the mean.
+    ``workers`` items in flight at once (a llama.cpp client decodes them together; an ``hf`` one: 1)."""
     settings = LoopSettings(max_steps=max_steps)
     policy = Policy(client, GreedySampler(max_tokens=max_tokens), settings=settings)
     out: dict[str, Any] = {}
     bar = tqdm(total=probe.n, desc="task probe", unit="item", disable=not progress)
+
+    def solved(task: Any, item: Any) -> dict[str, Any]:
+        score = task.score(item, task.solve(item, policy, seed))
+        bar.update(1)
+        return score
+
     for category, ids in probe.items.items():
         task, items = _task(category, ids)
-        scores = []
-        for item in items:
-            scores.append(task.score(item, task.solve(item, policy, seed)))
-            bar.update(1)
+        with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+            scores = list(pool.map(lambda item: solved(task, item), items))
         row = {"n": len(scores), "valid": round(sum(bool(s.get("valid")) for s in scores) / len(scores), 4)}
         if category == OWN_TOOLS:
             row["answer_ok"] = round(sum(bool(s.get("answer_ok")) for s in scores) / len(scores), 4)
@@ -91,6 +100,15 @@ def task_probe(client: Any, probe: TaskProbeSet, *, max_tokens: int = 256, max_s
     if out:
         out["mean"] = round(sum(r["valid"] for r in out.values()) / len(out), 4)
     return out
+
+
+def engine_client(model: str, adapter: str | Path | None, *, workers: int) -> Any:
+    """The model as users run it: llama.cpp over the quantized base, the adapter (a PEFT folder,
+    converted into its ``adapter.gguf``) applied at run time; None: the base alone."""
+    from kate.llm.llamacpp import LlamaCppChatModel
+
+    return LlamaCppChatModel(model, n_ctx=8192, kv_cells=8192 * max(1, workers), max_parallel=max(1, workers),
+                             lora=str(adapter) if adapter else None, name="task-probe")  # fmt: skip
 
 
 def best_step(rows: Sequence[Mapping[str, Any]], *, include_start: bool = False) -> int | None:
