@@ -247,7 +247,7 @@ def test_verifier_trains_two_steps_resumes_and_scores_candidates(tmp_path):
     import torch
 
     torch.set_num_threads(1)
-    from kate.sampling.verifier import Verifier
+    from kate.train.verifier_model import Verifier
     from kate.train.verifier import run_verifier
 
     records = write_records(tmp_path / "records.jsonl", RECORDS)

@@ -1,8 +1,8 @@
 """Width votes ranked by a trained verifier (``kate train verifier``, ``docs/verifier.md``).
 
-``Verifier`` loads a trained verifier folder (``final/`` of the job, or a checkpoint) and scores
-candidate texts for one prompt: ``score(messages, tools, texts) -> [float]`` (higher: more likely
-right). A candidate's text is what the verifier trained on: the canonical ``to_json_text`` of its
+A ``Scorer`` scores candidate texts for one prompt: ``score(messages, tools, texts) -> [float]``
+(higher: more likely right); ``kate.train.verifier_model.Verifier`` is the trained one (a verifier
+folder: ``final/`` of the job, or a checkpoint), passed in explicitly. A candidate's text is what the verifier trained on: the canonical ``to_json_text`` of its
 calls, or the raw text of its first sample when it makes no call (``candidate_text``).
 
 Two aggregates over the candidates of ``majority_vote`` (schema validity checked, as
@@ -24,7 +24,6 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
-from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from kate.llm.base import ChatModel, Completion, Message, ToolSchema
@@ -38,29 +37,6 @@ MODES = ("best", "weighted")
 @runtime_checkable
 class Scorer(Protocol):
     def score(self, messages: list[Message], tools: list[ToolSchema] | None, texts: Sequence[str]) -> list[float]: ...
-
-
-class Verifier:
-    """A trained verifier folder, scoring on the CPU (or ``device``), one text per forward."""
-
-    def __init__(self, folder: str | Path, *, dtype: str = "float32", device: str = "cpu",
-                 threads: int | None = None) -> None:
-        from kate.train.render import StepRenderer
-        from kate.train.sft import set_threads
-        from kate.train.verifier_model import load_verifier
-
-        set_threads(threads)
-        self.folder = str(folder)
-        self.network, tokenizer = load_verifier(folder, dtype=dtype)
-        self.network.to(device)
-        self.renderer = StepRenderer(tokenizer)
-
-    def score(self, messages: list[Message], tools: list[ToolSchema] | None, texts: Sequence[str]) -> list[float]:
-        from kate.train.verifier_model import encode, score_ids, verifier_text
-
-        tokenizer = self.renderer.tokenizer
-        return [score_ids(self.network, encode(tokenizer, verifier_text(self.renderer, messages, tools, text)))
-                for text in texts]
 
 
 def candidate_text(candidate: Candidate, completions: Sequence[Completion]) -> str:

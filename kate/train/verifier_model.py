@@ -8,13 +8,14 @@ linear layer from the last token's hidden state to one number) starts random. Lo
 so the saved adapter folder holds both; ``load_verifier`` rebuilds the network from the base the
 folder names plus the folder. The score is read at the last token that is not padding: the text is
 the prompt as inference renders it (``StepRenderer.prompt_text``, tools included), then the
-candidate, then the end-of-turn token.
+candidate, then the end-of-turn token. ``Verifier`` is the scorer ``kate.sampling.verifier`` takes.
 """
 
 from __future__ import annotations
 
 import json
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -105,3 +106,23 @@ def write_marker(folder: str | Path, model: str, settings: dict[str, Any]) -> No
     from kate.io import atomic_write_json
 
     atomic_write_json(Path(folder) / VERIFIER_FILE, {"kind": "kate-verifier", "base": model, **settings})
+
+
+class Verifier:
+    """A trained verifier folder, scoring on the CPU (or ``device``), one text per forward."""
+
+    def __init__(self, folder: str | Path, *, dtype: str = "float32", device: str = "cpu",
+                 threads: int | None = None) -> None:
+        from kate.train.render import StepRenderer
+        from kate.train.sft import set_threads
+
+        set_threads(threads)
+        self.folder = str(folder)
+        self.network, tokenizer = load_verifier(folder, dtype=dtype)
+        self.network.to(device)
+        self.renderer = StepRenderer(tokenizer)
+
+    def score(self, messages: list[Message], tools: list[ToolSchema] | None, texts: Sequence[str]) -> list[float]:
+        tokenizer = self.renderer.tokenizer
+        return [score_ids(self.network, encode(tokenizer, verifier_text(self.renderer, messages, tools, text)))
+                for text in texts]
