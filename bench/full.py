@@ -40,7 +40,7 @@ from kate.eval.run_eval import run_eval
 from kate.eval.run_store import load_run
 from kate.io import atomic_write_json, atomic_write_text
 
-from full_tables import RESULTS, ROOT, RUNS, against_sequential, cache_table, published_table  # bench/, beside it
+from full_tables import RESULTS, ROOT, RUNS, against_sequential, cache_table, dialogue_check, dialogue_turns, published_table  # bench/, beside it
 WORKERS = IN_FLIGHT  # entries in flight (bench/results/inflight.json)
 BASE = ["llm.max_parallel=8"]  # max_parallel as every committed arm ran with
 ADAPTERS = {"grpo_answers": "bench/runs/train/grpo_answers/final/adapter.gguf",
@@ -55,6 +55,7 @@ SELECTION = RESULTS / "adaptive_selection.json"  # the adaptive vote's chosen ov
 # st_w8a's multi-turn part inherits the single-turn choice, checked first on 30 training-half dialogues
 # against greedy (select_multi: the adaptive vote must not lose turns there) before the test half's
 CHOSEN = ("st_w8a", "select_st_w8a_multi")
+DIALOGUE_CHECK = ("select_direct_multi", "select_st_w8a_multi")  # greedy, then the adaptive vote (select_multi)
 # (arm name in bench/runs/full, conf/arm name, part, seeds, extra overrides)
 SCHEDULE: list[tuple[str, str, str, list[int], list[str]]] = [
     ("direct", "direct", "single", [0], []),
@@ -219,6 +220,7 @@ def write_report() -> None:
               "its time; invocations from before that clock existed are not timed, so `records they added` says how many "
               "records the seconds cover. Other work may have shared the two cores (see the commit log)."]  # fmt: skip
     lines += ["", *cache_table(list(dict.fromkeys(n for n, _, part, *_ in SCHEDULE if part == "multi")))]
+    lines += ["", *dialogue_check(*DIALOGUE_CHECK)]
     lines += ["", *published_table()]
     atomic_write_text(RESULTS / "progress.md", "\n".join(lines) + "\n")
     write_results_doc(ROOT, readme=None)  # docs/results.md embeds these reports (its headline rows do not)
@@ -230,6 +232,19 @@ def choose_when_selected() -> None:
     if SELECTION.exists() or any(done_count(name, "select", seeds) < len(planned("select")) for name, seeds in selection):
         return
     subprocess.run([sys.executable, str(ROOT / "bench" / "adaptive_select.py")], cwd=ROOT, check=True)
+
+
+def dialogues_checked() -> bool:
+    """The adaptive vote's test-half dialogues wait for its training-half check against greedy
+    (select_multi complete) and run only if that interval does not lie below zero."""
+    if any(done_count(n, "select_multi", [0]) < len(planned("select_multi")) for n in DIALOGUE_CHECK):
+        print("skipped st_w8a:multi: it waits for the training-half dialogue check (select_multi)")
+        return False
+    turns = dialogue_turns(*DIALOGUE_CHECK)
+    if turns["ci95"][1] < 0:
+        print(f"skipped st_w8a:multi: the adaptive vote lost turns against greedy on the training half ({turns})")
+        return False
+    return True
 
 
 def main() -> None:
@@ -244,6 +259,8 @@ def main() -> None:
                 continue
             if name in CHOSEN and not SELECTION.exists():
                 print(f"skipped {name}:{part}: it waits for {SELECTION.name} (its settings, chosen on the training half)")
+                continue
+            if (name, part) == ("st_w8a", "multi") and not dialogues_checked():
                 continue
             run_part(name, arm, part, seeds, extra)
             if part == "select":

@@ -36,6 +36,32 @@ def cache_table(multi_arms: list[str]) -> list[str]:
     return lines
 
 
+def dialogue_turns(base: str, other: str) -> dict | None:
+    """Two arms' dialogues (seed 0) paired dialogue by dialogue: the turns-passed difference (other
+    minus base), or None before both have a dialogue."""
+    from kate.eval.report import paired_turns  # noqa: PLC0415
+
+    folders = [RUNS / name / "seed_0" for name in (base, other)]
+    if not all((f / "meta.json").exists() for f in folders):
+        return None
+    a, b = ({r["id"]: r for r in load_run(f)[1]} for f in folders)
+    return paired_turns([(a[i], b[i]) for i in sorted(set(a) & set(b))]).get("multi_turn_base")
+
+
+def dialogue_check(base: str, other: str) -> list[str]:
+    """The check that the adaptive vote loses no turns against greedy on training-half dialogues
+    before it runs on the test half's (bench/full.py runs st_w8a:multi only if it holds)."""
+    turns = dialogue_turns(base, other)
+    if not turns:
+        return []
+    lo, hi = (100 * x for x in turns["ci95"])
+    return ["## Dialogues of the training half: the adaptive vote against greedy", "",
+            f"`{other}` minus `{base}`, turns-passed fraction dialogue by dialogue over {turns['n']} training-half "
+            f"dialogues: {100 * turns['mean_diff']:+.1f} points [{lo:+.1f}, {hi:+.1f}] (better in {turns['better']}, "
+            f"worse in {turns['worse']}). The adaptive vote runs on the test half's dialogues only if this interval "
+            "does not lie below zero."]  # fmt: skip
+
+
 SEQUENTIAL = ROOT / "bench" / "runs" / "direct" / "seed_0"  # the committed direct arm, one entry at a time
 
 
