@@ -147,8 +147,8 @@ def stage_adopt_sft() -> None:
 def stage_adopt_dpo() -> None:
     """DPO from the SFT's chosen checkpoint (best/: the task probe's best mean)."""
     start = RUNS / "adopt_sft" / "best"
-    if not (start / "adapter_config.json").exists():
-        raise SystemExit(f"adopt_dpo: {start} does not exist yet (run --stages adopt_sft first)")
+    if not finished(RUNS / "adopt_sft") or not (start / "adapter_config.json").exists():  # best/ is final only then
+        raise SystemExit(f"adopt_dpo: {RUNS / 'adopt_sft'} has not finished (run --stages adopt_sft first)")
     if not finished(RUNS / "adopt_dpo"):
         kate("train", "dpo", f"data_dir={ADOPT_DATA}", f"output_dir={RUNS / 'adopt_dpo'}", f"init_adapter={start}",
              *ADOPT_DPO)

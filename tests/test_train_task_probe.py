@@ -8,6 +8,7 @@ import json
 import pytest
 
 from kate.llm.fake import FakeChatModel
+from kate.train.config import ProbeConfig
 from kate.train.probe import BEST_DIR, BEST_FILE, keep_best, plot_probe
 from kate.train.task_probe import TaskProbeSet, best_step, task_probe, task_probe_set
 
@@ -53,19 +54,44 @@ def test_the_best_step_is_the_highest_mean_earliest_on_ties_never_the_start():
 
 
 def test_the_best_checkpoint_is_kept_without_its_optimizer_state(tmp_path):
-    for step in (10, 20):
+    for step in (10, 20, 30):
         folder = tmp_path / f"checkpoint-{step}"
         folder.mkdir()
         for name in ("adapter_model.safetensors", "adapter_config.json", "optimizer.pt", "rng_state.pth"):
             (folder / name).write_text(f"{name} {step}")
-    rows = [{"step": 10, "tasks": {"irrelevance": {"n": 2, "valid": 0.5}, "mean": 0.5}}]
-    assert keep_best(tmp_path, rows, 10) == tmp_path / BEST_DIR
-    rows.append({"step": 20, "tasks": {"irrelevance": {"n": 2, "valid": 0.0}, "mean": 0.0}})
-    assert keep_best(tmp_path, rows, 20) is None  # worse: best/ keeps step 10
+    tasks = lambda v, fp="a": {"irrelevance": {"n": 2, "valid": v}, "mean": v, "fingerprint": fp}  # noqa: E731
+    rows = [{"step": 10, "tasks": tasks(0.5)}]
+    assert keep_best(tmp_path, rows) == tmp_path / BEST_DIR
+    rows.append({"step": 20, "tasks": tasks(0.0)})
+    keep_best(tmp_path, rows)  # worse: best/ keeps step 10
     best = tmp_path / BEST_DIR
     assert sorted(p.name for p in best.iterdir()) == ["adapter_config.json", "adapter_model.safetensors", BEST_FILE]
     assert (best / "adapter_model.safetensors").read_text() == "adapter_model.safetensors 10"
     assert json.loads((best / BEST_FILE).read_text())["step"] == 10
+    rows.append({"step": 30, "tasks": tasks(0.1, fp="b")})  # the probe changed on resume: only its rows compete
+    keep_best(tmp_path, rows)
+    assert json.loads((best / BEST_FILE).read_text())["step"] == 30
+    assert best_step(rows) == 30
+
+
+def test_a_category_added_to_the_probe_changes_no_other_categorys_items():
+    one = task_probe_set(_rows(), ["irrelevance"], per_category=2, seed=0)
+    two = task_probe_set(_rows(), ["own_tools", "irrelevance"], per_category=2, seed=0)
+    assert one.items["irrelevance"] == two.items["irrelevance"]
+
+
+def test_task_probe_settings_are_checked_before_any_model_loads():
+    from kate.train.config import SFTJobConfig
+    from kate.train.sft import check_probe
+
+    with pytest.raises(ValueError, match="unknown categories"):
+        check_probe(SFTJobConfig(probe=ProbeConfig(tasks=["irrelevence"])))
+    with pytest.raises(ValueError, match="per_task"):
+        check_probe(SFTJobConfig(probe=ProbeConfig(per_task=0)))
+    with pytest.raises(ValueError, match="task_engine=hf"):
+        check_probe(SFTJobConfig(model="some/hf-folder"))
+    check_probe(SFTJobConfig(model="some/hf-folder", probe=ProbeConfig(task_engine="hf")))
+    check_probe(SFTJobConfig())  # the default: the 0.5B GGUF with LoRA, on llama.cpp
 
 
 def test_the_curve_has_a_task_panel(tmp_path):

@@ -98,7 +98,7 @@ def verifier_vote(scorer: Scorer, messages: list[Message], tools: list[ToolSchem
 class VerifierSampler:
     """``width``'s request (one request, ``n`` samples), its candidates ranked by ``verifier``."""
 
-    verifier: Any = field(metadata={"help": "the scorer: a kate.sampling.verifier.Verifier (or anything with score())"})
+    verifier: Any = field(metadata={"help": "the scorer: a kate.train.verifier_model.Verifier (or anything with score())"})
     mode: str = field(default="best", metadata={"help": "best (highest score) | weighted (votes x sigmoid(score))"})
     width: WidthSampler = field(default_factory=WidthSampler, metadata={"help": "n, temperature and token limit of "
                                                                                 "the request (its aggregate unused)"})

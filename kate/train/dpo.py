@@ -21,7 +21,7 @@ from kate.train.examples import CALL_FORMATS
 from kate.train.model import finish, load_for_training
 from kate.train.pairs import KINDS, build_pairs
 from kate.train.render import StepRenderer
-from kate.train.sft import check_single_bos, common_args, set_threads, trainer_callbacks
+from kate.train.sft import check_probe, check_single_bos, common_args, set_threads, trainer_callbacks
 
 COLUMNS = ("prompt", "chosen", "rejected")
 
@@ -53,6 +53,7 @@ def run_dpo(cfg: DPOJobConfig) -> dict[str, Any]:
     unknown = sorted(set(cfg.pair_kinds) - set(KINDS))
     if unknown or not cfg.pair_kinds:  # before the model loads
         raise ValueError(f"pair_kinds must be a non-empty subset of {KINDS}, got {list(cfg.pair_kinds)}")
+    check_probe(cfg)
     set_threads(cfg.threads)
     args = DPOConfig(**common_args(cfg), beta=cfg.beta, loss_type=[cfg.loss_type], max_length=None,
                      precompute_ref_log_probs=cfg.precompute_ref_log_probs)  # fmt: skip

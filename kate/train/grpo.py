@@ -21,7 +21,7 @@ from kate.train.config import GRPOJobConfig
 from kate.train.data import load_dataset_dir
 from kate.train.model import finish, load_for_training
 from kate.train.rewards import call_correct, format_valid, no_call_penalty
-from kate.train.sft import check_single_bos, common_args, set_threads, trainer_callbacks
+from kate.train.sft import check_probe, check_single_bos, common_args, set_threads, trainer_callbacks
 
 REWARD_FUNCS = (call_correct, format_valid, no_call_penalty)
 COLUMNS = ("prompt", "target_calls", "kind", "category", "source_id")
@@ -39,6 +39,7 @@ def run_grpo(cfg: GRPOJobConfig) -> dict[str, Any]:
     from datasets import Dataset
     from trl import GRPOConfig, GRPOTrainer
 
+    check_probe(cfg)
     set_threads(cfg.threads)
     if len(cfg.reward_weights) != len(REWARD_FUNCS):
         raise ValueError(f"reward_weights needs {len(REWARD_FUNCS)} weights (call_correct, format_valid, "

@@ -51,6 +51,7 @@ class ProbeSets:
     task_max_tokens: int = 256
     task_engine: str = "llamacpp"  # llamacpp: the saved adapter on llama.cpp (engine_client) | hf: the live model
     task_workers: int = 4
+    items_from: str = "rl"  # the dataset part the task items were drawn from (recorded in each row)
 
 
 def probe_sets(held_out: Sequence[Mapping[str, Any]], trained: Sequence[Mapping[str, Any]], *, first_token: int,
@@ -147,22 +148,35 @@ def plot_task_probe(ax: Any, rows: Sequence[Mapping[str, Any]]) -> None:
     ax.legend(fontsize=7)
 
 
-def keep_best(output_dir: str | Path, rows: Sequence[Mapping[str, Any]], step: int) -> Path | None:
-    """When ``step`` is the task probe's best so far, copy its checkpoint's adapter (no optimizer state)
-    to ``output_dir/best`` with ``best.json``, so checkpoint rotation never loses the chosen one."""
+def keep_best(output_dir: str | Path, rows: Sequence[Mapping[str, Any]]) -> Path | None:
+    """Make ``output_dir/best`` the task probe's best step of ``rows``: its checkpoint's adapter (no
+    optimizer state) and ``best.json``, copied when best/ holds another step (or none), so checkpoint
+    rotation never loses the chosen one. None when there is no best step yet, or its checkpoint is gone
+    (best/ then keeps what it had)."""
     output_dir = Path(output_dir)
+    step = best_step(rows)
+    if step is None:
+        return None
+    target = output_dir / BEST_DIR
+    try:
+        held = json.loads((target / BEST_FILE).read_text())["step"]
+    except (OSError, ValueError, KeyError):
+        held = None
+    if held == step:
+        return target
     source = output_dir / f"checkpoint-{step}"
-    if step == 0 or best_step(rows) != step or not source.is_dir():
+    if not source.is_dir():
         return None
     row = next(r for r in rows if r["step"] == step)
     skip = {"optimizer.pt", "scheduler.pt", "trainer_state.json", "training_args.bin"}
-    with atomic_folder(output_dir / BEST_DIR) as tmp:
+    with atomic_folder(target) as tmp:
         for path in source.iterdir():
             if path.is_file() and path.name not in skip and not path.name.startswith("rng_state"):
                 shutil.copy2(path, tmp / path.name)
-        rule = "highest task-probe mean over its categories, the earlier step on ties; the start (step 0) excluded"
+        rule = ("highest task-probe mean over its categories among the rows probed alike, the earlier step on ties; "
+                "the start (step 0) excluded")
         atomic_write_text(tmp / BEST_FILE, json.dumps({"step": step, "rule": rule, "tasks": row["tasks"]}, indent=1))
-    return output_dir / BEST_DIR
+    return target
 
 
 def live_client(model: Any, tokenizer: Any, name: str = "training") -> Any:
@@ -197,8 +211,9 @@ class CheckpointProbe(TrainerCallback):
         rows = [r for r in self._rows() if r["step"] != step]
         was_training = model.training
         model.eval()
-        task_client = self._task_client(step)
+        task_client = None
         try:
+            task_client = self._task_client(step)
             row = {"step": step, **probe_client(live_client(model, tokenizer), self.sets, max_tokens=self.max_tokens,
                                                 task_client=task_client)}  # fmt: skip
         finally:
@@ -206,15 +221,19 @@ class CheckpointProbe(TrainerCallback):
                 task_client.close()
             if was_training:
                 model.train()
+        if self.sets.tasks is not None and "tasks" in row:
+            row["tasks"]["items_from"] = self.sets.items_from
         rows = sorted([*rows, row], key=lambda r: r["step"])
+        keep_best(self.output_dir, rows)  # before the row is written: a kill between the two loses no best/
         atomic_write_text(self.output_dir / PROBE_FILE, "".join(json.dumps(r) + "\n" for r in rows))
         plot_probe(rows, self.output_dir / PLOT_FILE)
-        keep_best(self.output_dir, rows, step)
         return row
 
     def on_train_begin(self, args, state, control, model=None, processing_class=None, **kwargs):  # noqa: ANN001
-        if state.is_world_process_zero and not any(r["step"] == state.global_step for r in self._rows()):
-            self.probe(model, processing_class, state.global_step)
+        if state.is_world_process_zero:
+            if not any(r["step"] == state.global_step for r in self._rows()):
+                self.probe(model, processing_class, state.global_step)
+            keep_best(self.output_dir, self._rows())  # a resumed run: best/ as its rows say
 
     def on_save(self, args, state, control, model=None, processing_class=None, **kwargs):  # noqa: ANN001
         if state.is_world_process_zero:

@@ -38,8 +38,6 @@ def probe_callback(cfg: Any, data_dir: str) -> CheckpointProbe | None:
     (``part=all`` has no held-out part: the first-token probe then reads trained rows, as the probe says)."""
     if not cfg.probe.enabled:
         return None
-    if cfg.probe.task_engine not in ("llamacpp", "hf"):
-        raise ValueError(f"probe.task_engine must be llamacpp or hf, got {cfg.probe.task_engine!r}")
     other = {"sft": "rl", "rl": "sft"}.get(cfg.part, "all")
     held_out, _ = load_dataset_dir(data_dir, part=other)
     trained, _ = load_dataset_dir(data_dir, part=cfg.part)
@@ -48,9 +46,32 @@ def probe_callback(cfg: Any, data_dir: str) -> CheckpointProbe | None:
                       near_miss=cfg.probe.near_miss, seed=cfg.seed)  # fmt: skip
     sets.tasks = task_probe_set(held_out, cfg.probe.tasks, per_category=cfg.probe.per_task, seed=cfg.seed)
     sets.task_max_steps, sets.task_max_tokens = cfg.probe.task_max_steps, cfg.probe.task_max_tokens
-    sets.task_engine, sets.task_workers = cfg.probe.task_engine, cfg.probe.task_workers
+    sets.task_engine, sets.task_workers, sets.items_from = cfg.probe.task_engine, cfg.probe.task_workers, other
     return CheckpointProbe(sets, cfg.output_dir, max_tokens=cfg.probe.max_tokens, model=cfg.model,
                            init_adapter=cfg.init_adapter)  # fmt: skip
+
+
+def check_probe(cfg: Any) -> None:
+    """The task probe's settings, before any model loads: known categories, positive sizes, and an
+    engine that can run this job's checkpoints (llama.cpp needs a GGUF base and LoRA adapters)."""
+    from kate.bfcl.data import CATEGORIES
+    from kate.llm.hf import _resolve
+    from kate.train.task_probe import OWN_TOOLS
+
+    probe = cfg.probe
+    if not probe.enabled or not probe.tasks:
+        return
+    unknown = sorted(set(probe.tasks) - {OWN_TOOLS, *CATEGORIES})
+    if unknown:
+        raise ValueError(f"probe.tasks: unknown categories {unknown} (BFCL categories or {OWN_TOOLS})")
+    for key in ("per_task", "task_max_steps", "task_max_tokens", "task_workers"):
+        if getattr(probe, key) < 1:
+            raise ValueError(f"probe.{key} must be at least 1, got {getattr(probe, key)} (probe.tasks=[] turns it off)")
+    if probe.task_engine not in ("llamacpp", "hf"):
+        raise ValueError(f"probe.task_engine must be llamacpp or hf, got {probe.task_engine!r}")
+    if probe.task_engine == "llamacpp" and ("gguf_file" not in _resolve(cfg.model)[1] or not cfg.lora.enabled):
+        raise ValueError(f"probe.task_engine=llamacpp runs LoRA checkpoints over a GGUF base; {cfg.model!r} with "
+                         f"lora.enabled={cfg.lora.enabled} is not that: set probe.task_engine=hf")
 
 
 def trainer_callbacks(cfg: Any) -> list:
@@ -82,6 +103,7 @@ def run_sft(cfg: SFTJobConfig) -> dict[str, Any]:
         if value not in allowed:  # before the model loads
             raise ValueError(f"{key} must be one of {allowed}, got {value!r}")
     kind_repeats = check_kind_repeats(dict(cfg.kind_repeats))
+    check_probe(cfg)
     set_threads(cfg.threads)
     rows, manifest = load_dataset_dir(cfg.data_dir, part=cfg.part)
     model, tokenizer = load_for_training(cfg.model, dtype=cfg.dtype, lora=cfg.lora, init_adapter=cfg.init_adapter)

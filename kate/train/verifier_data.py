@@ -90,11 +90,11 @@ def _rows_of(record: dict[str, Any], entry: Any, source: str, where: str) -> tup
             text = candidate_text(candidate, outputs)
         except (ValueError, KeyError, IndexError, TypeError) as error:
             raise ValueError(f"{where}: {record['id']!r} candidate {index} is unreadable ({error})") from None
+        votes = int(candidate.get("votes", len(candidate.get("samples", []))))
         rows.append({
             "id": entry.id, "category": entry.category, "source": source, "candidate": index,
             "kind": candidate["kind"], "prompt": record.get("prompt") or entry.turns[0], "tools": entry.tools,
-            "text": text, "votes": int(candidate.get("votes", len(candidate.get("samples", [])))),
-            "share": int(candidate.get("votes", 0)) / n if n else 0.0,
+            "text": text, "votes": votes, "share": votes / n if n else 0.0,
             "label": bool(score_single_turn(entry, calls, None)["valid"]),
         })  # fmt: skip
     return rows, malformed
