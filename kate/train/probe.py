@@ -110,7 +110,8 @@ def plot_probe(rows: Sequence[Mapping[str, Any]], path: str | Path) -> Path:
             left.plot([p[0] for p in points], [max(p[1], 1e-300) for p in points], style, label=label)
     left.set_yscale("log")
     left.set(xlabel="training step", ylabel="P(call opening), geometric mean", title="first-token probe (held out)")
-    left.legend(fontsize=8)
+    if left.get_legend_handles_labels()[0]:
+        left.legend(fontsize=8)
     for key, field_, label in (("replay", "valid", "replay: right step (greedy)"),
                                ("replay", "format_valid", "replay: right form"),
                                ("near_miss", "no_call", "near-miss: no call (correct)")):  # fmt: skip
@@ -120,7 +121,8 @@ def plot_probe(rows: Sequence[Mapping[str, Any]], path: str | Path) -> Path:
     n = rows[-1]
     right.set(xlabel="training step", ylabel="share", ylim=(-0.02, 1.02),
               title=f"replay n={(n.get('replay') or {}).get('n')}, near-miss n={(n.get('near_miss') or {}).get('n')}")
-    right.legend(fontsize=8)
+    if right.get_legend_handles_labels()[0]:
+        right.legend(fontsize=8)
     if with_tasks:
         plot_task_probe(axes[2], rows)
     fig.tight_layout()

@@ -77,21 +77,25 @@ def job_identity(cfg: VerifierJobConfig) -> VerifierJobConfig:
 def evaluate_held_out(network: Any, renderer: Any, rows: list[dict[str, Any]], cfg: VerifierJobConfig) -> dict:
     """Score every held-out candidate; pairwise accuracy, calibration, best-of-N against the vote."""
     network.eval()
-    scored = []
+    scored, too_long = [], 0
     for row in rows:
         ids = encode(renderer.tokenizer, verifier_text(renderer, row["prompt"], row["tools"], row["text"]))
         if len(ids) > cfg.max_length:
+            too_long += 1
             continue
-        scored.append({**{k: row[k] for k in ("id", "category", "candidate", "kind", "votes", "share", "label")},
-                       "score": score_ids(network, ids)})
+        keys = ("id", "category", "source", "candidate", "kind", "votes", "share", "label")
+        scored.append({**{k: row[k] for k in keys}, "score": score_ids(network, ids)})
     groups: dict[str, list[dict[str, Any]]] = {}
     for s in scored:
         groups.setdefault(s["id"], []).append(s)
     pairs = [(a["score"], b["score"]) for g in groups.values() for a in g if a["label"] for b in g if not b["label"]]
     bins = calibration([s["score"] for s in scored], [s["label"] for s in scored], cfg.calibration_bins)
-    return {"candidates": len(scored), "entries": len(groups), "pairs": len(pairs),
+    # the vote is one run's: each entry's candidates from the first records file that holds it (a later
+    # file's repeats of them were dropped as duplicates, its new texts are not that run's whole vote)
+    one_run = [[s for s in g if s["source"] == g[0]["source"]] for g in groups.values()]
+    return {"candidates": len(scored), "too_long": too_long, "entries": len(groups), "pairs": len(pairs),
             "pairwise_accuracy": pairwise_accuracy(pairs), "calibration": bins,
-            "selection": selection(list(groups.values())), "scores": scored}  # fmt: skip
+            "selection": selection(one_run), "scores": scored}  # fmt: skip
 
 
 def run_verifier(cfg: VerifierJobConfig) -> dict[str, Any]:
