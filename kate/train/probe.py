@@ -141,7 +141,8 @@ def plot_task_probe(ax: Any, rows: Sequence[Mapping[str, Any]]) -> None:
         points = [(r["step"], r["tasks"][category]["valid"]) for r in scored if category in r["tasks"]]
         n = scored[-1]["tasks"][category]["n"]
         ax.plot([p[0] for p in points], [p[1] for p in points], "-o", ms=3, lw=1, label=f"{category} (n={n})")
-    ax.plot([r["step"] for r in scored], [r["tasks"]["mean"] for r in scored], "-D", color="black", lw=2.5, ms=5, label="mean")
+    means = [r["tasks"]["mean"] for r in scored]
+    ax.plot([r["step"] for r in scored], means, "-D", color="black", lw=2.5, ms=5, label="mean")
     chosen = best_step(rows)
     if chosen is not None:
         ax.axvline(chosen, color="grey", ls=":", label=f"chosen: step {chosen}")
