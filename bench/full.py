@@ -40,7 +40,8 @@ from kate.eval.run_eval import run_eval
 from kate.eval.run_store import load_run
 from kate.io import atomic_write_json, atomic_write_text
 
-from full_tables import RESULTS, ROOT, RUNS, against_sequential, cache_table, dialogue_check, dialogue_turns, published_table  # bench/, beside it
+from full_tables import (  # bench/, beside it
+    RESULTS, ROOT, RUNS, against_sequential, cache_table, dialogue_check, dialogue_turns, published_table)
 WORKERS = IN_FLIGHT  # entries in flight (bench/results/inflight.json)
 BASE = ["llm.max_parallel=8"]  # max_parallel as every committed arm ran with
 ADAPTERS = {"grpo_answers": "bench/runs/train/grpo_answers/final/adapter.gguf",
@@ -201,7 +202,8 @@ def write_report() -> None:
     RESULTS.mkdir(parents=True, exist_ok=True)
     atomic_write_json(RESULTS / "progress.json", rows)
     # the test-half arms (the selection runs are training-half records: never in this report)
-    arms = [n for n in dict.fromkeys(name for name, _, part, *_ in SCHEDULE if not part.startswith("select")) if (RUNS / n).exists()]
+    test_half = dict.fromkeys(name for name, _, part, *_ in SCHEDULE if not part.startswith("select"))
+    arms = [n for n in test_half if (RUNS / n).exists()]
     if arms:
         runs = "{" + ", ".join(f"{n}: {RUNS / n}" for n in arms) + "}"
         with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
