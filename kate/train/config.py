@@ -110,8 +110,24 @@ class ProbeConfig:
 
 
 @dataclass
-class TrainerConfig:
-    """What the trainers share; TRL's names where TRL has the field."""
+class TrainingLoopConfig:
+    """The trainer loop's settings every kate training job takes (TRL's names)."""
+
+    max_steps: int = help_field("optimizer steps (-1: num_train_epochs)", 200)
+    num_train_epochs: float = help_field("epochs when max_steps is -1", 1.0)
+    gradient_accumulation_steps: int = help_field("forwards per optimizer step", 4)
+    save_total_limit: int = help_field("checkpoints kept", 3)
+    logging_steps: int = help_field("log metrics every this many steps", 5)
+    bf16: bool = help_field("bf16 mixed precision (a GPU choice; false on CPU)", False)
+    gradient_checkpointing: bool = help_field("recompute activations (saves memory, costs time; off on CPU)", False)
+    use_cpu: bool = help_field("train on the CPU even when a GPU is visible", False)
+    dtype: str = help_field("weights' dtype when loading (float32 on CPU; bfloat16 on GPU)", "float32")
+    threads: Optional[int] = help_field("torch threads (null: torch's default)", None)
+
+
+@dataclass
+class TrainerConfig(TrainingLoopConfig):
+    """What the trainers on the step dataset share; TRL's names where TRL has the field."""
 
     model: str = help_field("the base model: a kate model name, a .gguf path, or an HF folder",
                             "qwen2.5-coder-0.5b-instruct-q4_k_m")
@@ -120,21 +136,11 @@ class TrainerConfig:
     output_dir: str = help_field("checkpoints (checkpoint-<step>/) and the final adapter", "train/runs/sft")
     init_adapter: Optional[str] = help_field("start from this trained adapter (GRPO after SFT); null: a new one", None)
     lora: LoraConfig = help_field("LoRA settings", factory=LoraConfig)
-    max_steps: int = help_field("optimizer steps (-1: num_train_epochs)", 200)
-    num_train_epochs: float = help_field("epochs when max_steps is -1", 1.0)
     learning_rate: float = help_field("peak learning rate", 2e-4)
     per_device_train_batch_size: int = help_field("examples per device per forward", 1)
-    gradient_accumulation_steps: int = help_field("forwards per optimizer step", 4)
     max_length: int = help_field("tokens of one example; longer ones are left out (and counted), never cut", 3072)
     save_steps: int = help_field("save (and probe) every this many steps", 50)
-    save_total_limit: int = help_field("checkpoints kept", 3)
-    logging_steps: int = help_field("log metrics every this many steps", 5)
     seed: int = help_field("trainer seed", 0)
-    bf16: bool = help_field("bf16 mixed precision (a GPU choice; false on CPU)", False)
-    gradient_checkpointing: bool = help_field("recompute activations (saves memory, costs time; off on CPU)", False)
-    use_cpu: bool = help_field("train on the CPU even when a GPU is visible", False)
-    dtype: str = help_field("weights' dtype when loading (float32 on CPU; bfloat16 on GPU)", "float32")
-    threads: Optional[int] = help_field("torch threads (null: torch's default)", None)
     merge: bool = help_field("after training, also write a merged HF folder (final-merged/)", False)
     gguf_adapter: bool = help_field("after training, also write the llama.cpp LoRA adapter (adapter.gguf)", True)
     probe: ProbeConfig = help_field("the checkpoint probe", factory=ProbeConfig)
@@ -188,7 +194,7 @@ class DPOJobConfig(TrainerConfig):
 
 
 @dataclass
-class VerifierJobConfig:
+class VerifierJobConfig(TrainingLoopConfig):
     """``kate train verifier``: TRL's RewardTrainer on (right, wrong) candidate pairs of width samples from
     run records, labelled by BFCL's official checker (``kate.train.verifier``, ``docs/verifier.md``)."""
 
@@ -205,23 +211,13 @@ class VerifierJobConfig:
     output_dir: str = help_field("checkpoints (checkpoint-<step>/), final/ (the adapter and head), summary.json, "
                                  "held_out.json and calibration.png", "train/runs/verifier")
     lora: LoraConfig = help_field("LoRA settings (the scalar head is always trained whole)", factory=LoraConfig)
-    max_steps: int = help_field("optimizer steps (-1: num_train_epochs)", 200)
-    num_train_epochs: float = help_field("epochs when max_steps is -1", 1.0)
     learning_rate: float = help_field("peak learning rate", 1e-4)
     per_device_train_batch_size: int = help_field("pairs per device per forward", 1)
-    gradient_accumulation_steps: int = help_field("forwards per optimizer step", 4)
     max_length: int = help_field("tokens of one prompt + candidate; longer pairs are left out (and counted)", 3072)
     center_rewards_coefficient: Optional[float] = help_field("TRL's push of the scores' mean towards 0 (keeps "
                                                              "sigmoid(score) readable); null: none", 0.01)
     save_steps: int = help_field("save every this many steps", 50)
-    save_total_limit: int = help_field("checkpoints kept", 3)
-    logging_steps: int = help_field("log metrics every this many steps", 5)
     seed: int = help_field("trainer seed (and the head's initialization)", 0)
-    bf16: bool = help_field("bf16 mixed precision (a GPU choice; false on CPU)", False)
-    gradient_checkpointing: bool = help_field("recompute activations (saves memory, costs time; off on CPU)", False)
-    use_cpu: bool = help_field("train on the CPU even when a GPU is visible", False)
-    dtype: str = help_field("weights' dtype when loading (float32 on CPU; bfloat16 on GPU)", "float32")
-    threads: Optional[int] = help_field("torch threads (null: torch's default)", None)
     evaluate: bool = help_field("score the held-out fold at the end (pairwise accuracy, calibration)", True)
     trl_overrides: Dict[str, Any] = help_field("any other RewardConfig field, passed through", factory=dict)
 
