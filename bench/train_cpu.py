@@ -83,10 +83,15 @@ GRPO = [f"max_prompt_tokens={MAX_LENGTH}", "max_steps=30", "save_steps=10", "num
 # same JSON form, a wrong call / a call where none is due / another call instead of the answer rejected.
 ADOPT_DATA = "train/data/adopt_steps"
 ADOPT_MASKING = "masking.share=0.3"
-ADOPT_PROBE = ["probe.held_out=8", "probe.replay=4", "probe.near_miss=4", "probe.max_tokens=64", "probe.per_task=8",
+# The first adopt SFT ran at sft_answers' 2e-4 for 240 planned steps (its record: bench/runs/train/
+# adopt_sft_lr2e-4/): the task probe swung from always calling (step 20: irrelevance 0/8) to never calling
+# (step 40: simple_python 0/8) while the loss fell, so the learning rate is 4x lower, the run 160 steps (as
+# far as 2 cores reach in a session), and 12 items per category to tell the saves apart. Chosen on that
+# curve (held-out training-half items), before any test-half figure of an adopt checkpoint existed.
+ADOPT_PROBE = ["probe.held_out=8", "probe.replay=4", "probe.near_miss=4", "probe.max_tokens=64", "probe.per_task=12",
                "probe.task_max_steps=4", "probe.task_max_tokens=128"]
-ADOPT_SFT = [*[a for a in SFT_ANSWERS if not a.startswith(("max_steps=", "save_steps=", "probe."))], "max_steps=240",
-             "save_steps=20", "save_total_limit=2", *ADOPT_PROBE]
+ADOPT_SFT = [*[a for a in SFT_ANSWERS if not a.startswith(("max_steps=", "save_steps=", "learning_rate=", "probe."))],
+             "learning_rate=5e-5", "max_steps=160", "save_steps=20", "save_total_limit=2", *ADOPT_PROBE]
 ADOPT_DPO = ["part=sft", CALL_FORMAT, f"max_length={MAX_LENGTH}", "max_steps=120", "save_steps=20",
              "save_total_limit=2", "gradient_accumulation_steps=4", "learning_rate=5e-6", "beta=0.1", "threads=2",
              *ADOPT_PROBE]

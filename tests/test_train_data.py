@@ -318,3 +318,24 @@ def test_a_run_folder_from_before_a_setting_existed_resumes_when_the_setting_is_
     cfg.kind_repeats = {"answer": 4}
     with pytest.raises(ValueError, match="kind_repeats"):
         check_job(cfg, {"sha256": "d"})
+
+
+def test_the_training_digest_ignores_retrieval_scores_and_old_run_folders_still_resume(tmp_path):
+    from kate.train.callbacks import JOB_FILE, check_job
+    from kate.train.config import SFTJobConfig
+    from kate.train.data import rows_sha256, training_sha256
+
+    row = {"id": "a", "prompt_text": "q", "hits": json.dumps([{"id": "ST:x", "type": "ST", "score": 0.5623}])}
+    elsewhere = {**row, "hits": json.dumps([{"id": "ST:x", "type": "ST", "score": 0.5624}])}
+    other_hit = {**row, "hits": json.dumps([{"id": "ST:y", "type": "ST", "score": 0.5623}])}
+    assert rows_sha256([row]) != rows_sha256([elsewhere])
+    assert training_sha256([row]) == training_sha256([elsewhere]) != training_sha256([other_hit])
+    cfg = SFTJobConfig(output_dir=str(tmp_path))
+    check_job(cfg, {"sha256": "old"})  # a folder written before manifests had a training digest
+    check_job(cfg, {"sha256": "old", "training_sha256": "new"})  # its data rebuilt by today's kate: resumes
+    (tmp_path / JOB_FILE).unlink()
+    check_job(cfg, {"sha256": "here", "training_sha256": "t"})
+    assert json.loads((tmp_path / JOB_FILE).read_text())["data_sha256"] == "t"
+    check_job(cfg, {"sha256": "elsewhere", "training_sha256": "t"})  # rebuilt on another CPU: resumes
+    with pytest.raises(ValueError, match="data_sha256"):
+        check_job(cfg, {"sha256": "here", "training_sha256": "other"})

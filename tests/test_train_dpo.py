@@ -153,3 +153,17 @@ def test_dpo_trains_two_steps_saves_an_adapter_and_continues_one(data_dir, tmp_p
                          probe=ProbeConfig(enabled=False))  # fmt: skip
     more = run_dpo(after)
     assert more["global_step"] == 1 and not (Path(more["saved"]["final"]) / "ref").exists()
+
+
+@pytest.mark.model
+def test_dpo_trains_on_json_form_pairs_and_records_the_form(data_dir, tmp_path):
+    from kate.train.dpo import run_dpo
+
+    cfg = DPOJobConfig(model=SMALL_TEST_MODEL, data_dir=data_dir, part="all", output_dir=str(tmp_path / "json"),
+                       call_format="json", max_steps=1, save_steps=1, logging_steps=1, gradient_accumulation_steps=1,
+                       max_length=4096, gguf_adapter=False, probe=ProbeConfig(enabled=False))  # fmt: skip
+    summary = run_dpo(cfg)
+    assert summary["global_step"] == 1 and summary["pairs"]["pairs"] > 0
+    job = json.loads((tmp_path / "json" / "job.json").read_text())
+    assert job["settings"]["call_format"] == "json"
+    assert (Path(summary["saved"]["final"]) / "adapter_config.json").exists()

@@ -26,7 +26,7 @@ from kate.tasks.own_tools import content_sha256 as own_tools_sha256
 from kate.tasks.own_tools import load_items
 from kate.train.answers import AnswerWriter
 from kate.train.config import DataConfig
-from kate.train.data import build_rows, rows_sha256, save_dataset, stats
+from kate.train.data import build_rows, rows_sha256, save_dataset, stats, training_sha256
 from kate.train.distractors import DistractorKnowledge
 from kate.train.render import StepRenderer, load_tokenizer
 from kate.train.steps import StepBuilder
@@ -69,7 +69,7 @@ def build_data(cfg: DataConfig, *, writer: ChatModel, knowledge: Knowledge | Non
         raise ValueError("no training step was built (every item skipped?): " + "; ".join(s.reason for s in skipped[:3]))
     describe = getattr(shown, "describe", None)
     manifest = {
-        "sha256": rows_sha256(rows),
+        "sha256": rows_sha256(rows), "training_sha256": training_sha256(rows),
         "model": cfg.model, "template_sha256": hashlib.sha256(renderer.template.encode("utf-8")).hexdigest(),
         "bfcl_eval": BFCL_VERSION, "split": "train (KATE's even indices)", "limit": cfg.limit,
         "source_data": {c: data_sha256((c,)) for c in categories},

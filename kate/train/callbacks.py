@@ -22,12 +22,15 @@ RESUMABLE_CHANGES = ("max_steps", "num_train_epochs", "save_steps", "save_total_
 
 
 def check_job(cfg: Any, manifest: dict[str, Any]) -> None:
-    """Write ``job.json`` (the job's settings and the dataset's sha256) in a new run folder; in one that
-    has it, refuse to continue a different job (another model, data, learning rate ...), naming the file.
-    A setting the folder's job.json lacks (added to kate since) matches when it is at its default."""
+    """Write ``job.json`` (the job's settings and the dataset's training sha256) in a new run folder; in
+    one that has it, refuse to continue a different job (another model, data, learning rate ...), naming
+    the file. A setting the folder's job.json lacks (added to kate since) matches when it is at its
+    default; its data digest matches the manifest's ``training_sha256`` or its older ``sha256``."""
     folder = Path(cfg.output_dir)
     settings = {k: v for k, v in dataclasses.asdict(cfg).items() if k not in RESUMABLE_CHANGES}
-    job = {"settings": json.loads(json.dumps(settings, default=str)), "data_sha256": manifest.get("sha256")}
+    digests = {manifest.get("training_sha256"), manifest.get("sha256")} - {None}
+    job = {"settings": json.loads(json.dumps(settings, default=str)),
+           "data_sha256": manifest.get("training_sha256", manifest.get("sha256"))}
     path = folder / JOB_FILE
     if path.exists():
         try:
@@ -37,10 +40,11 @@ def check_job(cfg: Any, manifest: dict[str, Any]) -> None:
         for f in dataclasses.fields(cfg):
             if f.name in job["settings"] and f.name not in old.get("settings", {}) and _at_default(cfg, f):
                 old.setdefault("settings", {})[f.name] = job["settings"][f.name]
-        if old != job:
+        same_data = old.get("data_sha256") in digests or old.get("data_sha256") == job["data_sha256"]
+        if old.get("settings") != job["settings"] or not same_data:
             diff = sorted(k for k in set(old["settings"]) | set(job["settings"])
                           if old["settings"].get(k) != job["settings"].get(k))
-            diff += ["data_sha256"] if old.get("data_sha256") != job["data_sha256"] else []
+            diff += [] if same_data else ["data_sha256"]
             raise ValueError(f"{path}: this folder holds another training job (differs in {', '.join(diff)}); "
                              "use another output_dir, or remove the folder to start over")
         return

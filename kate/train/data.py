@@ -74,6 +74,14 @@ def rows_sha256(rows: Sequence[Mapping[str, Any]]) -> str:
     return hashlib.sha256(json.dumps(plain, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()
 
 
+def training_sha256(rows: Sequence[Mapping[str, Any]]) -> str:
+    """The sha256 of what a trainer reads: the rows without the retrieval scores of their ``hits``
+    (floats that differ in the last place between CPUs, so a rebuild elsewhere would not resume)."""
+    plain = [{**r, "hits": json.dumps([{k: v for k, v in h.items() if k != "score"} for h in json.loads(r["hits"])])}
+             if r.get("hits") else r for r in rows]
+    return rows_sha256(plain)
+
+
 def build_rows(builder: StepBuilder, entries: Sequence[Any], trajectories: Sequence[Any], renderer: StepRenderer,
                *, rl_share: float, seed: int, own_tools: Sequence[Any] = (), mask_share: float = 0.0,
                mask_seed: int = 0, progress: bool = True) -> tuple[list[dict[str, Any]], list[Skipped]]:  # fmt: skip
