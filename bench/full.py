@@ -12,7 +12,9 @@ keeps every finished record. The report is ``kate report`` over the folders, plu
 
 Schedule (``SCHEDULE``, in order): direct single-turn, direct multi-turn, then seed 0 of each KATE
 arm (the adaptive vote, fixed width 8, the adaptive vote on multi-turn) and of the adapters, so the
-first paired comparisons at full n come early; then seeds 1 and 2 of the sampled arms. Before the
+first paired comparisons at full n come early; then seeds 1 and 2 of the sampled arms. The ``adopt``
+arm (the adapter ``bench/train_cpu.py --stages adopt_choose`` chose into bench/runs/train/adopt.json)
+runs right after direct once that file names one, its dialogues at the end; until then it is skipped. Before the
 adaptive arm, three selection runs on 20 training-half entries per single-turn category (``select``):
 ``bench/adaptive_select.py`` chooses the adaptive vote's settings from them by a rule fixed in advance
 (kate.eval.adaptive_selection) into ``adaptive_selection.json``; ``st_w8a`` waits for that file.
@@ -51,6 +53,7 @@ ADAPTERS = {"grpo_answers": "bench/runs/train/grpo_answers/final/adapter.gguf",
 PARTS = {"single": (list(SINGLE_TURN), "test", None), "multi": (["multi_turn_base"], "test", None),
          "select": (list(SINGLE_TURN), "train", 20),
          "select_multi": (["multi_turn_base"], "train", 30)}  # fmt: skip
+ADOPTED = ROOT / "bench" / "runs" / "train" / "adopt.json"  # the adapter a user adopts (train_cpu.py adopt_choose)
 SELECTION = RESULTS / "adaptive_selection.json"  # the adaptive vote's chosen overrides (bench/adaptive_select.py)
 # arms that run with SELECTION's overrides, and wait until it exists; the selection set is single-turn, and
 # st_w8a's multi-turn part inherits the single-turn choice, checked first on 30 training-half dialogues
@@ -61,6 +64,8 @@ DIALOGUE_CHECK = ("select_direct_multi", "select_st_w8a_multi")  # greedy, then 
 SCHEDULE: list[tuple[str, str, str, list[int], list[str]]] = [
     ("direct", "direct", "single", [0], []),
     ("direct", "direct", "multi", [0], []),
+    # the adopted adapter (its LoRA from ADOPTED) as soon as it exists: paired with direct per category
+    ("adopt", "direct", "single", [0], []),
     # the selection runs: fixed width 8 (replays every first/step rule), the greedy gate that never
     # commits (each step keeps its greedy confidence: every threshold replays), a cooler first draw
     ("select_st_w8v", "st_w8v", "select", [0], []),
@@ -76,6 +81,7 @@ SCHEDULE: list[tuple[str, str, str, list[int], list[str]]] = [
     ("st_w8a", "st_w8a", "single", [1, 2], []),
     ("st_w8v", "st_w8v", "single", [1, 2], []),
     ("grpo_answers_st_w8v", "st_w8v", "single", [0], [f"llm.lora={ADAPTERS['grpo_answers']}"]),
+    ("adopt", "direct", "multi", [0], []),
 ]
 
 
@@ -83,7 +89,17 @@ def overrides(name: str, arm: str, part: str, seeds: list[int], extra: list[str]
     categories, split, limit = PARTS[part]
     where = [f"categories=[{','.join(categories)}]", f"split={split}", f"limit={'null' if limit is None else limit}"]
     return [f"arm={arm}", *BASE, *where, f"seeds=[{','.join(map(str, seeds))}]", f"workers={WORKERS}",
-            f"name={name}", f"out_dir={RUNS / name}", *chosen(name), *extra]  # fmt: skip
+            f"name={name}", f"out_dir={RUNS / name}", *chosen(name), *adopted(name), *extra]  # fmt: skip
+
+
+def adopted(name: str) -> list[str]:
+    """The ``adopt`` arm's LoRA: ADOPTED's chosen adapter (none chosen, or no file yet: it waits)."""
+    if name != "adopt":
+        return []
+    adapter = json.loads(ADOPTED.read_text())["adapter"] if ADOPTED.exists() else None
+    if adapter is None:
+        raise FileNotFoundError(f"{ADOPTED}: no adapter chosen yet (bench/train_cpu.py --stages adopt_choose)")
+    return [f"llm.lora={adapter}"]
 
 
 def chosen(name: str) -> list[str]:
@@ -263,6 +279,9 @@ def main() -> None:
                 print(f"skipped {name}:{part}: it waits for {SELECTION.name} (its settings, chosen on the training half)")
                 continue
             if (name, part) == ("st_w8a", "multi") and not dialogues_checked():
+                continue
+            if name == "adopt" and not (ADOPTED.exists() and json.loads(ADOPTED.read_text())["adapter"]):
+                print(f"skipped adopt:{part}: it waits for an adapter chosen in {ADOPTED} (bench/train_cpu.py)")
                 continue
             run_part(name, arm, part, seeds, extra)
             if part == "select":

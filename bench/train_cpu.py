@@ -24,9 +24,12 @@ Stages:
   trajectory bench/diagnose_ii.py plots (the sft run saves twice, too few points for a curve).
 - grpo_answers (only when named): GRPO with the same settings from the sft_answers adapter ->
   bench/runs/train/grpo_answers/ (the pipeline's grpo starts from the JSON SFT, which never answers).
-- adopt_data, adopt_sft, adopt_dpo (only when named; `--stages adopt_data,adopt_sft,adopt_dpo`): the
-  checkpoint a user can adopt (ADOPT_* below) -> train/data/adopt_steps, bench/runs/train/adopt_sft/ and
-  adopt_dpo/ (probe.jsonl and probe.png with the task probe's curve, best/ the chosen checkpoint).
+- adopt_data, adopt_sft, adopt_dpo, adopt_choose (only when named; `--stages
+  adopt_data,adopt_sft,adopt_dpo,adopt_choose`): the checkpoint a user can adopt (ADOPT_* below) ->
+  train/data/adopt_steps, bench/runs/train/adopt_sft/ and adopt_dpo/ (probe.jsonl and probe.png with
+  the task probe's curve, best/ the chosen checkpoint); adopt_choose applies kate.train.adopt's rule
+  (the better best/ by the task probe, adopted only if it beats the untrained model) into
+  bench/runs/train/adopt.json, which bench/full.py's `adopt` arm runs on the full test half.
 - eval: the slice of bench/bfcl.py (the first 8 test-half entries of every single-turn category and
   30 multi_turn_base dialogues) for the trained model (llama.cpp + the LoRA adapter, the untrained
   model's cost) in the direct and KATE (st_w8v) arms, into bench/runs/train/<arm>/ (the untrained
@@ -43,6 +46,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
+from kate.train.adopt import choose_adapter  # noqa: E402
 from kate.train.eval_arms import eval_plan, finished  # noqa: E402
 from kate_job import run_kate, stop_on_sigterm  # noqa: E402  (bench/kate_job.py)
 
@@ -159,6 +163,17 @@ def stage_adopt_dpo() -> None:
              *ADOPT_DPO)
 
 
+def stage_adopt_choose() -> None:
+    """The adapter a user adopts (kate.train.adopt's rule: adopt_sft/best or adopt_dpo/best, or none)
+    into bench/runs/train/adopt.json, which bench/full.py's ``adopt`` arm runs."""
+    choice = choose_adapter({"adopt_sft": RUNS / "adopt_sft", "adopt_dpo": RUNS / "adopt_dpo"})
+    choice = {**choice, "adapter": choice["adapter"] and str(Path(choice["adapter"]).relative_to(ROOT)),
+              "candidates": {n: {**c, "adapter": str(Path(c["adapter"]).relative_to(ROOT))}
+                             for n, c in choice["candidates"].items()}}
+    (RUNS / "adopt.json").write_text(json.dumps(choice, indent=1) + "\n")
+    print(json.dumps(choice, indent=1))
+
+
 def stage_eval(which: list[str], adapter_stage: str | None, parts: tuple[str, ...]) -> None:
     """The arms on the pipeline's adapter into bench/runs/train/<arm>/, or on another stage's into
     bench/runs/train/<arm>_<stage>/ (``kate.train.eval_arms.eval_plan``)."""
@@ -198,6 +213,8 @@ def main() -> None:
             stage_adopt_sft()
         elif stage == "adopt_dpo":
             stage_adopt_dpo()
+        elif stage == "adopt_choose":
+            stage_adopt_choose()
         elif stage == "eval":
             stage_eval(args.arms.split(","), args.adapter, tuple(args.parts.split(",")))
         elif stage == "report":
