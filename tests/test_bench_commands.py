@@ -7,6 +7,8 @@ run cannot fail at its start, or at its tenth rung, on a typo; the training benc
 
 from __future__ import annotations
 
+import json
+
 from pathlib import Path
 
 import pytest
@@ -80,6 +82,20 @@ def test_train_eval_runs_the_trained_arms_on_a_named_stages_adapter(tmp_path):
     arms, adapter, suffix = eval_plan(["untrained_direct", "trained_direct"], "grpo_answers", tmp_path)
     assert arms == ["trained_direct"] and suffix == "_grpo_answers"
     assert adapter.parts[-3:] == ("grpo_answers", "final", "adapter.gguf")
+
+
+def test_train_eval_runs_the_adopted_adapter_once_one_is_chosen(tmp_path):
+    runs = tmp_path / "bench" / "runs" / "train"
+    runs.mkdir(parents=True)
+    with pytest.raises(SystemExit, match="adopt.json: no adapter chosen"):
+        eval_plan(["trained_direct"], "adopt", runs)
+    (runs / "adopt.json").write_text(json.dumps({"chosen": None, "adapter": None}))
+    with pytest.raises(SystemExit, match="no adapter chosen"):
+        eval_plan(["trained_direct"], "adopt", runs)
+    chosen = {"chosen": "adopt_dpo", "adapter": "bench/runs/train/adopt_dpo/best/adapter.gguf"}
+    (runs / "adopt.json").write_text(json.dumps(chosen))
+    arms, adapter, suffix = eval_plan(["untrained_direct", "trained_direct"], "adopt", runs)
+    assert arms == ["trained_direct"] and suffix == "_adopt" and adapter == runs / "adopt_dpo" / "best" / "adapter.gguf"
 
 
 def test_train_eval_refuses_an_unknown_arm_or_part_before_any_model():

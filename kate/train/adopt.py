@@ -34,7 +34,8 @@ def _best(folder: Path) -> dict[str, Any]:
     except (OSError, ValueError) as error:
         raise FileNotFoundError(f"{path}: the run has no chosen checkpoint ({error})") from None
     if not (folder / BEST_DIR / "adapter.gguf").exists():
-        raise FileNotFoundError(f"{folder / BEST_DIR / 'adapter.gguf'}: the run has not finished (no llama.cpp adapter)")
+        raise FileNotFoundError(f"{folder / BEST_DIR / 'adapter.gguf'}: the run has not finished "
+                                "(no llama.cpp adapter)")
     return best
 
 

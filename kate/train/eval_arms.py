@@ -1,10 +1,12 @@
 """The training benchmark's eval arms (bench/train_cpu.py's eval stage, bench/bench_train_eval.py): which
 arm config each arm composes, which parts (tasks) exist, and which adapter a trained arm runs on, read
 from the training runs' folders (``<runs>/<stage>/final/``): the pipeline's (GRPO's when it finished,
-else SFT's), or a named stage's, whose records then go to ``<arm>_<stage>``."""
+else SFT's), or a named stage's, whose records then go to ``<arm>_<stage>`` (``adopt``: the adapter
+``<runs>/adopt.json`` chose)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -12,6 +14,7 @@ ARM_CONFIG = {"untrained_direct": "direct", "trained_direct": "direct", "untrain
               "trained_kate": "st_w8v"}  # fmt: skip
 PARTS = ("own_tools", "bfcl")
 OWN_TOOLS_ARMS = ("untrained_direct", "trained_direct")
+ADOPTED = "adopt"  # --adapter adopt: the adapter <runs>/adopt.json chose
 
 
 def check_arms(arms: Sequence[str], parts: Sequence[str]) -> None:
@@ -27,6 +30,16 @@ def check_arms(arms: Sequence[str], parts: Sequence[str]) -> None:
 def finished(folder: Path) -> bool:
     """A training run that wrote its final adapter and its summary."""
     return (folder / "final" / "adapter_config.json").exists() and (folder / "summary.json").exists()
+
+
+def adopted_adapter(runs: Path) -> Path:
+    """The adapter ``<runs>/adopt.json`` chose (kate.train.adopt; its path relative to the repository,
+    three folders above ``runs``)."""
+    path = runs / f"{ADOPTED}.json"
+    adapter = json.loads(path.read_text()).get("adapter") if path.exists() else None
+    if not adapter:
+        raise SystemExit(f"{path}: no adapter chosen (bench/train_cpu.py --stages adopt_choose)")
+    return runs.parents[2] / adapter
 
 
 def adapter_of(runs: Path, stage: str) -> Path:
@@ -46,6 +59,8 @@ def eval_plan(arms: Sequence[str], adapter_stage: str | None, runs: Path) -> tup
     trained arms on ``adapter_stage``'s, their folders suffixed ``_<stage>``."""
     if adapter_stage is None:
         return list(arms), trained_adapter(runs), ""
+    if adapter_stage == ADOPTED:
+        return [a for a in arms if a.startswith("trained")], adopted_adapter(runs), f"_{ADOPTED}"
     if not finished(runs / adapter_stage):
         raise SystemExit(f"{runs / adapter_stage}: no finished training run there")
     return [a for a in arms if a.startswith("trained")], adapter_of(runs, adapter_stage), f"_{adapter_stage}"
