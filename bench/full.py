@@ -99,7 +99,9 @@ def adopted(name: str) -> list[str]:
     adapter = json.loads(ADOPTED.read_text())["adapter"] if ADOPTED.exists() else None
     if adapter is None:
         raise FileNotFoundError(f"{ADOPTED}: no adapter chosen yet (bench/train_cpu.py --stages adopt_choose)")
-    return [f"llm.lora={adapter}"]
+    if not (ROOT / adapter).exists():
+        raise FileNotFoundError(f"{ROOT / adapter}: the adapter {ADOPTED} names is missing")
+    return [f"llm.lora={adapter}"]  # relative to the repository (full.py runs there), as ADAPTERS
 
 
 def chosen(name: str) -> list[str]:

@@ -170,7 +170,11 @@ def stage_adopt_choose() -> None:
     choice = {**choice, "adapter": choice["adapter"] and str(Path(choice["adapter"]).relative_to(ROOT)),
               "candidates": {n: {**c, "adapter": str(Path(c["adapter"]).relative_to(ROOT))}
                              for n, c in choice["candidates"].items()}}
-    (RUNS / "adopt.json").write_text(json.dumps(choice, indent=1) + "\n")
+    path = RUNS / "adopt.json"
+    if path.exists() and json.loads(path.read_text())["chosen"] != choice["chosen"]:
+        raise SystemExit(f"{path}: it chose {json.loads(path.read_text())['chosen']}, now {choice['chosen']}: "
+                         "the adopt arm's records are of the first; remove the file and bench/runs/full/adopt to redo")
+    path.write_text(json.dumps(choice, indent=1) + "\n")
     print(json.dumps(choice, indent=1))
 
 

@@ -18,7 +18,10 @@ def run(folder: Path, means: dict[int, float], best: int | None, fingerprint: st
     if best is not None:
         (folder / "best").mkdir()
         (folder / "best" / "best.json").write_text(json.dumps({"step": best}))
-        (folder / "best" / "adapter.gguf").write_bytes(b"gguf")
+        (folder / "best" / "adapter.gguf").write_bytes(b"gguf")  # a save's probe converts it: not yet final
+        (folder / "final").mkdir()
+        (folder / "final" / "adapter_config.json").write_text("{}")
+        (folder / "summary.json").write_text("{}")
     return folder
 
 
@@ -44,8 +47,11 @@ def test_runs_probed_differently_or_unfinished_are_refused_naming_the_file(tmp_p
     with pytest.raises(ValueError, match="other.*not comparable"):
         choose_adapter({"sft": sft, "other": other})
     unfinished = run(tmp_path / "unfinished", {0: 0.6, 20: 0.7}, best=20)
-    (unfinished / "best" / "adapter.gguf").unlink()
-    with pytest.raises(FileNotFoundError, match="unfinished.*adapter.gguf"):
+    (unfinished / "summary.json").unlink()  # stopped mid-run: best/ (and its adapter.gguf) may still change
+    with pytest.raises(FileNotFoundError, match="unfinished: the run has not finished"):
         choose_adapter({"sft": sft, "unfinished": unfinished})
     with pytest.raises(FileNotFoundError, match="probe.jsonl"):
         choose_adapter({"absent": tmp_path / "absent"})
+    started = run(tmp_path / "started", {20: 0.7}, best=20)
+    with pytest.raises(ValueError, match="no step-0 row"):
+        choose_adapter({"started": started})

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from kate.io import read_jsonl
+from kate.train.eval_arms import finished
 from kate.train.probe import BEST_DIR, BEST_FILE, PROBE_FILE
 
 RULE = ("the highest task-probe mean among the runs' best/ checkpoints (the earlier run on a tie), "
@@ -33,9 +34,9 @@ def _best(folder: Path) -> dict[str, Any]:
         best = json.loads(path.read_text())
     except (OSError, ValueError) as error:
         raise FileNotFoundError(f"{path}: the run has no chosen checkpoint ({error})") from None
-    if not (folder / BEST_DIR / "adapter.gguf").exists():
-        raise FileNotFoundError(f"{folder / BEST_DIR / 'adapter.gguf'}: the run has not finished "
-                                "(no llama.cpp adapter)")
+    if not finished(folder) or not (folder / BEST_DIR / "adapter.gguf").exists():
+        raise FileNotFoundError(f"{folder}: the run has not finished (no summary.json and final/ adapter, "
+                                "or no best/adapter.gguf): its best/ may still change")
     return best
 
 

@@ -30,7 +30,7 @@ def check_job(cfg: Any, manifest: dict[str, Any]) -> None:
     settings = {k: v for k, v in dataclasses.asdict(cfg).items() if k not in RESUMABLE_CHANGES}
     digests = {manifest.get("training_sha256"), manifest.get("sha256")} - {None}
     job = {"settings": json.loads(json.dumps(settings, default=str)),
-           "data_sha256": manifest.get("training_sha256", manifest.get("sha256"))}
+           "data_sha256": manifest.get("training_sha256") or manifest.get("sha256")}
     path = folder / JOB_FILE
     if path.exists():
         try:

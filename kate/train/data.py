@@ -77,9 +77,14 @@ def rows_sha256(rows: Sequence[Mapping[str, Any]]) -> str:
 def training_sha256(rows: Sequence[Mapping[str, Any]]) -> str:
     """The sha256 of what a trainer reads: the rows without the retrieval scores of their ``hits``
     (floats that differ in the last place between CPUs, so a rebuild elsewhere would not resume)."""
-    plain = [{**r, "hits": json.dumps([{k: v for k, v in h.items() if k != "score"} for h in json.loads(r["hits"])])}
-             if r.get("hits") else r for r in rows]
-    return rows_sha256(plain)
+    return rows_sha256([{**r, "hits": _without_scores(r["hits"])} if r.get("hits") else r for r in rows])
+
+
+def _without_scores(hits: Any) -> Any:
+    shown = json.loads(hits) if isinstance(hits, str) else hits
+    if not isinstance(shown, list):
+        return hits
+    return json.dumps([{k: v for k, v in h.items() if k != "score"} if isinstance(h, dict) else h for h in shown])
 
 
 def build_rows(builder: StepBuilder, entries: Sequence[Any], trajectories: Sequence[Any], renderer: StepRenderer,
