@@ -96,8 +96,11 @@ ADOPT_PROBE = ["probe.held_out=8", "probe.replay=4", "probe.near_miss=4", "probe
                "probe.task_max_steps=4", "probe.task_max_tokens=128"]
 ADOPT_SFT = [*[a for a in SFT_ANSWERS if not a.startswith(("max_steps=", "save_steps=", "learning_rate=", "probe."))],
              "learning_rate=5e-5", "max_steps=160", "save_steps=20", "save_total_limit=2", *ADOPT_PROBE]
-ADOPT_DPO = ["part=sft", CALL_FORMAT, f"max_length={MAX_LENGTH}", "max_steps=120", "save_steps=20",
-             "save_total_limit=2", "gradient_accumulation_steps=4", "learning_rate=5e-6", "beta=0.1", "threads=2",
+# DPO: 60 steps of 4 pairs at 2e-5 (LoRA; 5e-6 would barely move it in 60 steps), beta 0.1: set before any
+# DPO run, sized so that it and its 4 probes fit about one session on a 2-core AVX2 machine, where a probe of
+# 60 items takes ~11 min and an SFT step ~63 s (the adopt SFT's log)
+ADOPT_DPO = ["part=sft", CALL_FORMAT, f"max_length={MAX_LENGTH}", "max_steps=60", "save_steps=20",
+             "save_total_limit=2", "gradient_accumulation_steps=4", "learning_rate=2e-5", "beta=0.1", "threads=2",
              *ADOPT_PROBE]
 SFT_CHECKPOINT_EVERY = 5  # 6 checkpoints over the 30 steps: the trajectory's points
 OWN_TOOLS_MAX_STEPS = 4  # as bench/results/own_tools_baseline.json: an untrained turn never stops calling
