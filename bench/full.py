@@ -53,6 +53,7 @@ ADAPTERS = {"grpo_answers": "bench/runs/train/grpo_answers/final/adapter.gguf",
 PARTS = {"single": (list(SINGLE_TURN), "test", None), "multi": (["multi_turn_base"], "test", None),
          "select": (list(SINGLE_TURN), "train", 20),
          "select_multi": (["multi_turn_base"], "train", 30)}  # fmt: skip
+PARALLEL_FIRST = ("python",)  # arms whose single-turn entries run parallel categories first
 ADOPTED = ROOT / "bench" / "runs" / "train" / "adopt.json"  # the adapter a user adopts (train_cpu.py adopt_choose)
 SELECTION = RESULTS / "adaptive_selection.json"  # the adaptive vote's chosen overrides (bench/adaptive_select.py)
 # arms that run with SELECTION's overrides, and wait until it exists; the selection set is single-turn, and
@@ -66,6 +67,9 @@ SCHEDULE: list[tuple[str, str, str, list[int], list[str]]] = [
     ("direct", "direct", "multi", [0], []),
     # the adopted adapter (its LoRA from ADOPTED) as soon as it exists: paired with direct per category
     ("adopt", "direct", "single", [0], []),
+    # the tools in BFCL's prompt-mode form (llm.tool_prompt=python), chosen on the training half
+    # (bench/tool_prompt.py); its parallel categories first, where the native form scores 0
+    ("python", "python", "single", [0], []),
     # the selection runs: fixed width 8 (replays every first/step rule), the greedy gate that never
     # commits (each step keeps its greedy confidence: every threshold replays), a cooler first draw
     ("select_st_w8v", "st_w8v", "select", [0], []),
@@ -87,6 +91,8 @@ SCHEDULE: list[tuple[str, str, str, list[int], list[str]]] = [
 
 def overrides(name: str, arm: str, part: str, seeds: list[int], extra: list[str]) -> list[str]:
     categories, split, limit = PARTS[part]
+    if name in PARALLEL_FIRST:  # the same entries, the parallel categories' first
+        categories = sorted(categories, key=lambda c: "parallel" not in c)
     where = [f"categories=[{','.join(categories)}]", f"split={split}", f"limit={'null' if limit is None else limit}"]
     return [f"arm={arm}", *BASE, *where, f"seeds=[{','.join(map(str, seeds))}]", f"workers={WORKERS}",
             f"name={name}", f"out_dir={RUNS / name}", *chosen(name), *adopted(name), *extra]  # fmt: skip

@@ -132,5 +132,5 @@ def ask_call(model: ChatModel, history: list[Message], tools: list[ToolSchema] |
     completion = model.chat(history, tools, n=1, temperature=0.0, max_tokens=max_tokens, seed=seed,
                             prefill=prefill)[0]  # type: ignore[call-arg]
     if one_call:
-        completion = first_call_only(completion)
+        completion = first_call_only(completion, getattr(model, "formats", None))
     return Step(completion.tool_calls, completion.text, (completion,), None, completion.usage, completion.parse_error)

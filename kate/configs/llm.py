@@ -14,7 +14,10 @@ from kate.configs.targets import Number
 from kate.eval.config import help_field
 
 NAME_HELP = "the model's name in records and reports; null: derived from the model (file, hash, adapter)"
-FORMATS_HELP = "call formats parsed from the text, in order (hermes, json, python, ...)"
+FORMATS_HELP = "call formats parsed from the text, in order (hermes, json, python, python_list, ...)"
+TOOL_PROMPT_HELP = ("how the tools are shown and calls written: native (the chat template's tool block) | "
+                    "python (BFCL's prompt-mode system prompt, calls as a Python list, parsed as python_list); "
+                    "default native")
 
 
 def unset(text: str) -> Any:
@@ -36,7 +39,8 @@ class LlamaCppSchema:
     max_parallel: int = unset("most sequences decoded together (width N); larger N runs in rounds (default 16)")
     min_prefill_tokens: int = unset("shortest prompt suffix prefilled on its own (default 1)")
     chat_template: Optional[str] = unset("a Jinja chat template instead of the GGUF's own; null: the GGUF's")
-    formats: List[str] = unset(FORMATS_HELP)
+    formats: List[str] = unset(FORMATS_HELP + "; default: the tool prompt's")
+    tool_prompt: str = unset(TOOL_PROMPT_HELP)
     verbose: bool = unset("llama.cpp's own load and decode logs (default false)")
     lora: Optional[str] = unset("a llama.cpp LoRA adapter .gguf or a PEFT adapter folder (converted once to "
                                 "<folder>/adapter.gguf); null: none")
@@ -53,6 +57,7 @@ class HFSchema:
     allow_hub: bool = unset("may download from the hub (kate never downloads by default)")
     formats: List[str] = unset(FORMATS_HELP)
     merge: bool = unset("a PEFT adapter folder as `model`: merge it into the weights at load (kate.llm.lora)")
+    tool_prompt: str = unset(TOOL_PROMPT_HELP)
 
 
 @dataclass

@@ -17,6 +17,7 @@ from jinja2.exceptions import TemplateError
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from kate.llm.base import Message, ToolSchema
+from kate.llm.tool_prompt import check_tool_prompt, python_prompt_messages
 from kate.toolcall import from_openai_tool_calls, to_hermes
 
 PROMPTED_TOOLS_HEADER = (
@@ -93,8 +94,13 @@ def render_chat(
     bos_token: str = "",
     eos_token: str = "",
     add_generation_prompt: bool = True,
+    tool_prompt: str = "native",
 ) -> str:
-    """The prompt text for ``messages`` (and ``tools``) under the model's own chat template."""
+    """The prompt text for ``messages`` (and ``tools``) under the model's own chat template; the tools
+    as the template shows them (``tool_prompt="native"``) or in BFCL's prompt-mode form (``"python"``,
+    kate.llm.tool_prompt)."""
+    if check_tool_prompt(tool_prompt) == "python":
+        messages, tools = python_prompt_messages(messages, tools), None
     if template_supports_tools(template):
         messages = [_arguments_as_objects(m) for m in messages]
         context_tools = tools or None

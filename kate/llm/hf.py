@@ -25,6 +25,7 @@ from kate.llm.base import (
 from kate.llm.chat_template import render_chat
 from kate.llm.lora import adapter_config, adapter_sha256, is_adapter
 from kate.llm.registry import MODELS, model_path
+from kate.llm.tool_prompt import check_tool_prompt, default_formats
 
 
 @dataclass(frozen=True)
@@ -64,8 +65,9 @@ class HFChatModel:
         device: str = "auto",
         dtype: str = "float32",
         allow_hub: bool = False,
-        formats: tuple[str, ...] = ("hermes", "json"),
+        formats: tuple[str, ...] | None = None,
         merge: bool = False,
+        tool_prompt: str = "native",
     ) -> None:
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -98,7 +100,8 @@ class HFChatModel:
         self.device = device
         suffix = f"+lora-{str(self.lora['lora_sha256'])[:12]}" if self.lora else ""  # a retrained adapter: a new name
         self.name = name or f"{Path(model).name}{suffix}"
-        self.formats = tuple(formats)
+        self.tool_prompt = check_tool_prompt(tool_prompt)
+        self.formats = tuple(formats) if formats is not None else default_formats(tool_prompt)
         if self.tokenizer.pad_token_id is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
 
@@ -110,7 +113,7 @@ class HFChatModel:
         client = cls.__new__(cls)
         client.model, client.tokenizer, client.lora = model, tokenizer, None
         client.device = str(next(model.parameters()).device)
-        client.name, client.formats = name, tuple(formats)
+        client.name, client.formats, client.tool_prompt = name, tuple(formats), "native"
         if client.tokenizer.pad_token_id is None:
             client.tokenizer.pad_token = client.tokenizer.eos_token
         return client
@@ -133,6 +136,7 @@ class HFChatModel:
             tools,
             bos_token=self.tokenizer.bos_token or "",
             eos_token=self.tokenizer.eos_token or "",
+            tool_prompt=self.tool_prompt,
         )
 
     def _encode(self, prompt: str) -> torch.Tensor:

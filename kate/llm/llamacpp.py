@@ -29,6 +29,7 @@ from kate.llm.llamacpp_batch import BatchScheduler
 from kate.llm.llamacpp_log import quiet_cache_warning
 from kate.llm.llamacpp_requests import Entry, Request, SamplingParams, Sequence
 from kate.llm.registry import MODELS, model_path, sha256_of
+from kate.llm.tool_prompt import check_tool_prompt, default_formats
 
 
 def resolve_gguf(model: str) -> Path:
@@ -44,7 +45,9 @@ def resolve_gguf(model: str) -> Path:
 class LlamaCppChatModel:
     """Chat with a GGUF model through llama.cpp; ``n`` samples share one prefill, and concurrent
     calls decode together (kate.llm.llamacpp_batch). ``lora``: an adapter applied at ``lora_scale``;
-    its path and sha256 are in ``runtime()`` and its short hash in the default ``name``."""
+    its path and sha256 are in ``runtime()`` and its short hash in the default ``name``. ``tool_prompt``:
+    the tools in the chat template's own form (native) or BFCL's prompt-mode Python form (python,
+    kate.llm.tool_prompt); ``formats``: the call formats parsed (None: the tool prompt's)."""
 
     options = ("top_p", "top_logprobs", "prefill")  # the extra chat() keywords it takes (base.supports)
 
@@ -62,7 +65,8 @@ class LlamaCppChatModel:
         max_parallel: int = 16,
         min_prefill_tokens: int = 1,
         chat_template: str | None = None,
-        formats: tuple[str, ...] = ("hermes", "json"),
+        formats: tuple[str, ...] | None = None,
+        tool_prompt: str = "native",
         verbose: bool = False,
         lora: str | None = None,
         lora_scale: float = 1.0,
@@ -88,7 +92,8 @@ class LlamaCppChatModel:
         if self.lora_sha256 and name is None:
             scale = f"@{self.lora_scale:g}" if self.lora_scale != 1 else ""
             self.name = f"{self.name}+lora-{self.lora_sha256[:12]}{scale}"  # model_identity tells them apart
-        self.formats = tuple(formats)
+        self.tool_prompt = check_tool_prompt(tool_prompt)
+        self.formats = tuple(formats) if formats is not None else default_formats(tool_prompt)
         self.max_parallel = max_parallel
         if kv_cells is not None and kv_cells < n_ctx:
             raise ValueError(f"kv_cells ({kv_cells}) must be at least n_ctx ({n_ctx}): one request may fill its window")
@@ -166,7 +171,8 @@ class LlamaCppChatModel:
 
     # ----------------------------------------------------------------------------- prompt
     def render(self, messages: list[Message], tools: list[ToolSchema] | None = None) -> str:
-        return render_chat(self.chat_template, messages, tools, bos_token=self.bos_token, eos_token=self.eos_token)
+        return render_chat(self.chat_template, messages, tools, bos_token=self.bos_token, eos_token=self.eos_token,
+                           tool_prompt=self.tool_prompt)
 
     def tokenize(self, text: str) -> list[int]:
         return list(self._model.tokenize(text.encode("utf-8"), add_bos=False, special=True))

@@ -51,15 +51,19 @@ def request_usage(completions: Sequence[Completion], extra: Usage = Usage()) -> 
 def _require(completions: list[Completion], model: ChatModel, one_call: bool = False) -> tuple[Completion, ...]:
     if not completions:
         raise RuntimeError(f"model {getattr(model, 'name', model)!r} returned no completion")
-    return tuple(first_call_only(c) for c in completions) if one_call else tuple(completions)
+    formats = getattr(model, "formats", None)
+    return tuple(first_call_only(c, formats) for c in completions) if one_call else tuple(completions)
 
 
-def first_call_only(completion: Completion) -> Completion:
+def first_call_only(completion: Completion, formats: Sequence[str] | None = None) -> Completion:
     """The completion's action reduced to its first call (what follows it is not part of the step).
 
     Small models asked for one call often write a run of them until the token limit cuts the
     last one; in one-call mode only the first call counts, and a cut tail is not a failure.
+    ``formats``: the model's call formats; a Python list (``python_list``) keeps its first call.
     """
+    if formats is not None and "python_list" in formats:
+        return replace(completion, tool_calls=completion.tool_calls[:1])
     if completion.text and ("<tool_call>" in completion.text or "{" in completion.text):
         parsed = parse_first_call(completion.text)
         return replace(completion, tool_calls=parsed.calls, parse_error=parsed.error)

@@ -105,7 +105,7 @@ class ChatService:
             calls, text = self._calls(request, step.calls), step.text
             asked = None
             if self.settings.answer_repeats and not forced and tools:
-                candidates = step.calls or first_call_only(shown).tool_calls
+                candidates = step.calls or first_call_only(shown, getattr(model, "formats", None)).tool_calls
                 asked = answer_instead(model, done.prompt, tools, candidates, seed=seed + i,
                                        max_tokens=request.max_tokens or self.settings.max_tokens)  # fmt: skip
             if asked is not None:

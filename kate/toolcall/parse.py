@@ -21,7 +21,7 @@ from typing import Any
 
 from kate.toolcall.call import NotJSONCompatible, ToolCall
 from kate.toolcall.call_object import DECODER, call_from_obj
-from kate.toolcall.parse_python import from_bfcl, from_bfcl_strings, from_python_call
+from kate.toolcall.parse_python import from_bfcl, from_bfcl_strings, from_python_call, from_python_list
 from kate.toolcall.parse_text import (
     CALL_ATTEMPT,
     HERMES_OPEN,
@@ -83,6 +83,7 @@ _FORMATS: dict[str, Callable[[str], Parsed]] = {
     "hermes": from_hermes,
     "json": from_json_text,
     "python": _python_if_exact,
+    "python_list": from_python_list,  # BFCL's prompt-mode replies (kate.llm.tool_prompt)
 }
 
 

@@ -4,6 +4,7 @@ output is never evaluated), and of BFCL's decoded and string forms."""
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -73,6 +74,25 @@ def from_python_call(text: str, positional: Mapping[str, Sequence[str]] | None =
     if isinstance(body, (ast.List, ast.Tuple)):
         return Parsed(calls=tuple(_python_call(n, f"item {i}", positional) for i, n in enumerate(body.elts)))
     return Parsed(calls=(_python_call(body, "expression", positional),))
+
+
+_CALL_START = re.compile(r"\[|[A-Za-z_][\w.]*\s*\(")
+
+
+@total_reader
+def from_python_list(text: str) -> Parsed:
+    """A reply in BFCL's prompt-mode form, ``[f(a=1), g(b='x')]``, read as BFCL reads it: code fences and
+    their language tag stripped, brackets added where missing. A reply that does not start like a call
+    (a bracket or ``name(``) is prose: no call. One that does and does not parse is a failure."""
+    if not isinstance(text, str):
+        raise Reject(f"expected text, got {type(text).__name__}")
+    body = text.strip("`\n ")
+    if body.startswith(("python\n", "json\n")):
+        body = body.split("\n", 1)[1].strip("`\n ")
+    if not _CALL_START.match(body):
+        return Parsed()
+    body = body if body.startswith("[") else f"[{body}"
+    return from_python_call(body if body.endswith("]") else f"{body}]")
 
 
 # --------------------------------------------------------------------------- BFCL

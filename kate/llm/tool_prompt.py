@@ -1,0 +1,71 @@
+"""How a local model is told about the tools, and in which form it calls them (``tool_prompt``).
+
+``native``: the chat template's own tool block (Qwen2.5: JSON inside ``<tool_call>`` tags; a template
+without tools gets the Hermes header of kate.llm.chat_template). ``python``: BFCL's prompt-mode
+system prompt (bfcl-eval's default format ``ret_fmt=python&tool_call_tag=False&func_doc_fmt=json&
+prompt_fmt=plaintext&style=classic``, word for word), the tools as JSON in the system message and the
+calls as a Python list ``[f(a=1), g(b=2)]``, read back by the ``python_list`` format
+(kate.toolcall.parse_python.from_python_list). In the Python form a small model writes several calls
+where a request needs them, which it does not in the JSON form (docs/evaluation.md, "Tool prompts").
+"""
+
+from __future__ import annotations
+
+import json
+
+from kate.llm.base import Message, ToolSchema
+from kate.toolcall import from_openai_tool_calls, to_python_call
+
+TOOL_PROMPTS = ("native", "python")
+FORMATS = {"native": ("hermes", "json"), "python": ("python_list",)}  # what each form's replies are parsed as
+
+PYTHON_TOOL_PROMPT = (
+    "You are an expert in composing functions.You are given a question and a set of possible functions. Based on "
+    "the question, you will need to make one or more function/tool calls to achieve the purpose. If none of the "
+    "functions can be used, point it out. If the given question lacks the parameters required by the function, "
+    "also point it out.\n\nYou should only return the function calls in your response.\n\nIf you decide to invoke "
+    "any of the function(s), you MUST put it in the format of [func_name1(params_name1=params_value1, "
+    "params_name2=params_value2...), func_name2(params)].  You SHOULD NOT include any other text in the response."
+    "\n\nAt each turn, you should try your best to complete the tasks requested by the user within the current "
+    "turn. Continue to output functions to call until you have fulfilled the user's request to the best of your "
+    "ability. Once you have no more functions to call, the system will consider the current turn complete and "
+    "proceed to the next turn or task.\n\nHere is a list of functions in json format that you can invoke.\n"
+    "{functions}\n"
+)
+
+
+def check_tool_prompt(value: str) -> str:
+    if value not in TOOL_PROMPTS:
+        raise ValueError(f"tool_prompt must be one of {TOOL_PROMPTS}, got {value!r}")
+    return value
+
+
+def default_formats(tool_prompt: str) -> tuple[str, ...]:
+    """The call formats a client parses when it is not given any: those of its tool prompt."""
+    return FORMATS[check_tool_prompt(tool_prompt)]
+
+
+def _function(tool: ToolSchema) -> dict:
+    return tool.get("function", tool) if isinstance(tool, dict) else tool
+
+
+def python_prompt_messages(messages: list[Message], tools: list[ToolSchema] | None) -> list[Message]:
+    """The conversation in the Python form: the tools in the system message (before a system message
+    the conversation has, as BFCL puts it), earlier calls written as ``[f(a=1)]``; tool results stay."""
+    out: list[Message] = []
+    for message in messages:
+        if message.get("role") == "assistant" and message.get("tool_calls"):
+            parsed = from_openai_tool_calls(message["tool_calls"])
+            calls = f"[{', '.join(to_python_call(c) for c in parsed.calls)}]" if parsed.ok else ""
+            text = "\n".join(filter(None, [message.get("content"), calls]))
+            out.append({k: v for k, v in {**message, "content": text}.items() if k != "tool_calls"})
+        else:
+            out.append(dict(message))
+    if tools:
+        functions = json.dumps([_function(t) for t in tools], indent=4)
+        prompt = PYTHON_TOOL_PROMPT.format(functions=functions)
+        if out and out[0].get("role") == "system":
+            out[0] = {**out[0], "content": f"{prompt}\n\n{out[0].get('content') or ''}".strip()}
+        else:
+            out.insert(0, {"role": "system", "content": prompt})
+    return out

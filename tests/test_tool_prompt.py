@@ -1,0 +1,93 @@
+"""The Python tool prompt (``tool_prompt=python``): BFCL's prompt-mode system prompt word for word, the
+conversation in that form, replies read as a Python list of calls, and the one-call rule on them."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from kate.llm.base import Completion
+from kate.llm.chat_template import render_chat
+from kate.llm.fake import FakeChatModel
+from kate.llm.tool_prompt import PYTHON_TOOL_PROMPT, default_formats, python_prompt_messages
+from kate.sampling.policy import GreedySampler, first_call_only
+from kate.toolcall import ToolCall, parse_model_output, to_openai_tool_calls
+
+from .conftest import CALCULATOR
+
+QWEN_LIKE = ("{% for m in messages %}<|{{ m.role }}|>{{ m.content }}{% if m.tool_calls %}TOOLCALLS{% endif %}\n"
+             "{% endfor %}{% if tools %}TOOLS{% endif %}{% if add_generation_prompt %}<|assistant|>{% endif %}")
+
+
+def test_the_system_prompt_is_bfcls_prompt_mode_default():
+    formulate = pytest.importorskip("bfcl_eval.model_handler.utils").formulate_system_prompt
+    fmt = pytest.importorskip("bfcl_eval.constants.default_prompts").DEFAULT_SYSTEM_PROMPT_FORMAT
+    function = {"name": "add", "description": "Add two numbers, é.", "parameters": {"type": "dict", "properties": {}}}
+    ours = python_prompt_messages([{"role": "user", "content": "hi"}], [{"type": "function", "function": function}])
+    assert ours[0] == {"role": "system", "content": formulate(fmt, [function])}
+    assert ours[1] == {"role": "user", "content": "hi"}
+
+
+def test_a_conversations_own_system_message_follows_the_tools_and_calls_are_written_as_a_list():
+    calls = to_openai_tool_calls([ToolCall("add", {"a": 1, "b": 2})])
+    messages = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "1+2?"},
+                {"role": "assistant", "content": None, "tool_calls": calls},
+                {"role": "tool", "tool_call_id": calls[0]["id"], "content": "3"}]  # fmt: skip
+    out = python_prompt_messages(messages, [CALCULATOR])
+    assert out[0]["content"].startswith(PYTHON_TOOL_PROMPT[:40]) and out[0]["content"].endswith("\n\nBe brief.")
+    assert json.dumps([CALCULATOR["function"]], indent=4) in out[0]["content"]
+    assert out[2] == {"role": "assistant", "content": "[add(a=1, b=2)]"}
+    assert out[3] == messages[3]  # tool results stay tool messages
+
+
+def test_render_shows_no_native_tool_block_in_the_python_form():
+    messages = [{"role": "user", "content": "1+2?"}]
+    native = render_chat(QWEN_LIKE, messages, [CALCULATOR])
+    python = render_chat(QWEN_LIKE, messages, [CALCULATOR], tool_prompt="python")
+    assert "TOOLS" in native and "You are an expert in composing functions" not in native
+    assert "TOOLS" not in python and "You are an expert in composing functions" in python
+    with pytest.raises(ValueError, match="tool_prompt"):
+        render_chat(QWEN_LIKE, messages, [CALCULATOR], tool_prompt="xml")
+
+
+@pytest.mark.parametrize("text, calls", [
+    ("[add(a=1, b=2), add(a=3, b=4)]", [ToolCall("add", {"a": 1, "b": 2}), ToolCall("add", {"a": 3, "b": 4})]),
+    ("add(a=1, b=2)", [ToolCall("add", {"a": 1, "b": 2})]),
+    ("```python\n[m.add(a=1)]\n```", [ToolCall("m.add", {"a": 1})]),
+    ("None of the functions can do this.", []),
+])  # fmt: skip
+def test_python_list_replies_parse_as_bfcl_reads_them(text, calls):
+    parsed = parse_model_output(text, formats=default_formats("python"))
+    assert parsed.ok and list(parsed.calls) == calls
+
+
+@pytest.mark.parametrize("text", ["[add(a=1", "[add(a=true)]", "add(1, 2)"])
+def test_a_call_attempt_that_does_not_parse_is_a_recorded_failure(text):
+    parsed = parse_model_output(text, formats=("python_list",))
+    assert not parsed.ok and not parsed.calls and parsed.error
+
+
+def test_one_call_mode_keeps_the_first_call_of_a_python_list():
+    model = FakeChatModel(["[add(a=1, b=2), add(a={'x': 1}, b=4)]"], formats=("python_list",))
+    step = GreedySampler().act(model, [{"role": "user", "content": "1+2?"}], [CALCULATOR], one_call=True)
+    assert list(step.calls) == [ToolCall("add", {"a": 1, "b": 2})] and step.parse_error is None
+    native = Completion(text="[add(a=1)]")  # the JSON forms do not read Python: no call, as before
+    assert first_call_only(native).tool_calls == ()
+
+
+@pytest.mark.model
+def test_the_default_model_writes_a_python_list_of_calls():
+    from kate.llm.llamacpp import LlamaCppChatModel
+
+    from .conftest import DEFAULT_AGENT_MODEL
+
+    model = LlamaCppChatModel(DEFAULT_AGENT_MODEL, n_ctx=4096, max_parallel=2, tool_prompt="python")
+    try:
+        assert model.formats == ("python_list",)
+        question = [{"role": "user", "content": "Compute 12 * 7 and also 3 + 4."}]
+        reply = model.chat(question, [CALCULATOR], max_tokens=64)[0]
+    finally:
+        model.close()
+    assert reply.parse_error is None, reply.text
+    assert reply.tool_calls and {c.name for c in reply.tool_calls} == {"calculator"}, reply.text
