@@ -91,3 +91,14 @@ def test_the_default_model_writes_a_python_list_of_calls():
         model.close()
     assert reply.parse_error is None, reply.text
     assert reply.tool_calls and {c.name for c in reply.tool_calls} == {"calculator"}, reply.text
+
+
+def test_positional_arguments_bind_in_the_offered_schemas_order():
+    from kate.llm.base import completion_from_text
+
+    done = completion_from_text("[calculator('12 * 7')]", formats=("python_list",), tools=[CALCULATOR])
+    assert list(done.tool_calls) == [ToolCall("calculator", {"expression": "12 * 7"})] and done.parse_error is None
+    unknown = completion_from_text("[other(1)]", formats=("python_list",), tools=[CALCULATOR])
+    assert not unknown.tool_calls and "positional" in unknown.parse_error
+    native = completion_from_text("[calculator('12 * 7')]", tools=[CALCULATOR])  # the JSON forms: no call
+    assert not native.tool_calls and native.parse_error is None

@@ -33,6 +33,7 @@ COMMANDS: list[tuple[str, str]] = [
     ("diagnose/bfcl/*", f"{PY} bench/diagnose_i.py --sets bfcl"),
     ("diagnose/ladder/*", f"{PY} bench/diagnose_ii.py"),
     ("diagnose/necessity_cache/*", f"{PY} bench/diagnose_i.py --only necessity  (a cache)"),
+    ("tool_prompt_train/*", f"{PY} bench/tool_prompt.py --report-only  (records: bench/tool_prompt.py)"),
     ("full/published.json", "collected by hand from the published leaderboards (its `source` fields)"),
     ("full/*", f"{PY} bench/full.py"),
 ]

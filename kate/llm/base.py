@@ -108,9 +108,13 @@ def completion_from_text(
     finish_reason: str | None = None,
     logprobs: tuple[TokenLogprob, ...] | None = None,
     usage: Usage | None = None,
+    tools: list[ToolSchema] | None = None,
 ) -> Completion:
-    """Build a Completion, parsing tool calls out of the text with the strict parsers."""
-    parsed: Parsed = parse_model_output(text, formats=formats)
+    """Build a Completion, parsing tool calls out of the text with the strict parsers (``tools``: the
+    offered tools, whose parameter order binds positional arguments of Python calls)."""
+    positional = {f["name"]: list((f.get("parameters") or {}).get("properties") or {})
+                  for f in (t.get("function", t) for t in tools or []) if isinstance(f, dict) and "name" in f}
+    parsed: Parsed = parse_model_output(text, formats=formats, positional=positional or None)
     return Completion(
         text=text,
         tool_calls=parsed.calls,

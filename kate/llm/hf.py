@@ -186,10 +186,11 @@ class HFChatModel:
         step_logprobs = None
         if logprobs:
             step_logprobs = torch.stack(out.logits, dim=1).float().log_softmax(-1)  # [n, steps, vocab]
-        return [self._completion(i, new_tokens[i], step_logprobs, prompt_len, stop, prefill or "") for i in range(n)]
+        return [self._completion(i, new_tokens[i], step_logprobs, prompt_len, stop, prefill or "", tools)
+                for i in range(n)]
 
     def _completion(self, i: int, tokens: torch.Tensor, step_logprobs, prompt_len: int, stop,
-                    prefill: str = "") -> Completion:
+                    prefill: str = "", tools: list[ToolSchema] | None = None) -> Completion:
         eos_ids = self._eos_ids()
         ids = tokens.tolist()
         length = next((k for k, t in enumerate(ids) if t in eos_ids), len(ids))
@@ -211,6 +212,7 @@ class HFChatModel:
             finish_reason=finish,
             logprobs=token_logprobs,
             usage=Usage(prompt_tokens=prompt_len, completion_tokens=len(ids)),
+            tools=tools,
         )
 
     def _eos_ids(self) -> set[int]:

@@ -261,9 +261,10 @@ class LlamaCppChatModel:
         except RuntimeError as error:  # llama_decode's return code, a closed model: this request's failure
             raise EngineError(f"{self.name}: {error}") from error
         usage = Usage(prompt_tokens=len(prompt), cached_tokens=request.cached or 0)
-        return [self._completion(s, usage, logprobs, prefill or "") for s in request.sequences]
+        return [self._completion(s, usage, logprobs, prefill or "", tools) for s in request.sequences]
 
-    def _completion(self, s: Sequence, usage: Usage, logprobs: bool, prefill: str) -> Completion:
+    def _completion(self, s: Sequence, usage: Usage, logprobs: bool, prefill: str,
+                    tools: list[ToolSchema] | None = None) -> Completion:
         text = s.text if s.text is not None else self.detokenize(s.tokens)
         tops = s.tops or [()] * len(s.tokens)
         token_logprobs = tuple(
@@ -276,6 +277,7 @@ class LlamaCppChatModel:
             finish_reason=s.finish,
             logprobs=token_logprobs if logprobs else None,
             usage=replace(usage, completion_tokens=len(s.tokens)),
+            tools=tools,
         )
 
     def close(self) -> None:

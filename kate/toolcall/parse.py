@@ -88,8 +88,11 @@ _FORMATS: dict[str, Callable[[str], Parsed]] = {
 
 
 @total_reader
-def parse_model_output(text: str | None, formats: Sequence[str] = ("hermes", "json")) -> Parsed:
-    """Try ``formats`` in order; the first that finds calls or a failure wins; else no call."""
+def parse_model_output(text: str | None, formats: Sequence[str] = ("hermes", "json"),
+                       positional: Mapping[str, Sequence[str]] | None = None) -> Parsed:
+    """Try ``formats`` in order; the first that finds calls or a failure wins; else no call.
+    ``positional``: each function's parameter order, for Python calls with positional arguments
+    (``python_list``)."""
     if text is None:
         return Parsed()
     if not isinstance(text, str):
@@ -100,7 +103,7 @@ def parse_model_output(text: str | None, formats: Sequence[str] = ("hermes", "js
         reader = _FORMATS.get(fmt) if isinstance(fmt, str) else None
         if reader is None:
             raise Reject(f"unknown format {short_repr(fmt)}; known: {sorted(_FORMATS)}")
-        parsed = reader(text)
+        parsed = from_python_list(text, positional) if fmt == "python_list" else reader(text)
         if parsed.calls or not parsed.ok:
             return parsed
     return Parsed()

@@ -80,10 +80,11 @@ _CALL_START = re.compile(r"\[|[A-Za-z_][\w.]*\s*\(")
 
 
 @total_reader
-def from_python_list(text: str) -> Parsed:
+def from_python_list(text: str, positional: Mapping[str, Sequence[str]] | None = None) -> Parsed:
     """A reply in BFCL's prompt-mode form, ``[f(a=1), g(b='x')]``, read as BFCL reads it: code fences and
     their language tag stripped, brackets added where missing. A reply that does not start like a call
-    (a bracket or ``name(``) is prose: no call. One that does and does not parse is a failure."""
+    (a bracket or ``name(``) is prose: no call. One that does and does not parse is a failure.
+    ``positional``: each function's parameter order, binding positional arguments as Python does."""
     if not isinstance(text, str):
         raise Reject(f"expected text, got {type(text).__name__}")
     body = text.strip("`\n ")
@@ -92,7 +93,7 @@ def from_python_list(text: str) -> Parsed:
     if not _CALL_START.match(body):
         return Parsed()
     body = body if body.startswith("[") else f"[{body}"
-    return from_python_call(body if body.endswith("]") else f"{body}]")
+    return from_python_call(body if body.endswith("]") else f"{body}]", positional)
 
 
 # --------------------------------------------------------------------------- BFCL
