@@ -102,3 +102,47 @@ def test_positional_arguments_bind_in_the_offered_schemas_order():
     assert not unknown.tool_calls and "positional" in unknown.parse_error
     native = completion_from_text("[calculator('12 * 7')]", tools=[CALCULATOR])  # the JSON forms: no call
     assert not native.tool_calls and native.parse_error is None
+
+
+def _reply(text: str, formats: tuple[str, ...], prompt_tokens: int) -> Completion:
+    from kate.llm.base import Usage, completion_from_text
+
+    return completion_from_text(text, formats=formats, usage=Usage(prompt_tokens, 5), tools=[CALCULATOR])
+
+
+def test_both_forms_keep_the_python_reply_only_where_it_makes_several_calls():
+    from kate.llm.tool_prompt import choose_forms
+
+    native = [_reply('{"name": "calculator", "arguments": {"expression": "1+1"}}', ("hermes", "json"), 100)] * 3
+    python = [_reply(t, ("python_list",), 120) for t in ("[calculator('1+1'), calculator('2+2')]",
+                                                         "[calculator('1+1')]", "No function fits.")]
+    chosen = choose_forms(native, python)
+    assert [len(c.tool_calls) for c in chosen] == [2, 1, 1]
+    assert chosen[0].text == python[0].text and chosen[1].text == chosen[2].text == native[0].text
+    assert all(c.usage.prompt_tokens == 220 and c.usage.completion_tokens == 10 for c in chosen)  # both were paid
+
+
+def test_both_is_the_llamacpp_clients_alone():
+    from kate.llm.hf import HFChatModel
+
+    with pytest.raises(ValueError, match="llama.cpp"):
+        HFChatModel("no-such-model", tool_prompt="both")
+    with pytest.raises(ValueError, match="one form at a time"):
+        render_chat(QWEN_LIKE, [{"role": "user", "content": "hi"}], [CALCULATOR], tool_prompt="both")
+
+
+@pytest.mark.model
+def test_the_default_model_in_both_forms_answers_with_one_reply_per_sample():
+    from kate.llm.llamacpp import LlamaCppChatModel
+
+    from .conftest import DEFAULT_AGENT_MODEL
+
+    model = LlamaCppChatModel(DEFAULT_AGENT_MODEL, n_ctx=4096, max_parallel=4, tool_prompt="both")
+    try:
+        question = [{"role": "user", "content": "Compute 12 * 7 and also 3 + 4."}]
+        replies = model.chat(question, [CALCULATOR], n=2, temperature=0.7, max_tokens=64, seed=1)
+        one = model.chat(question, [CALCULATOR], max_tokens=64)[0]
+    finally:
+        model.close()
+    assert len(replies) == 2 and one.parse_error is None and one.tool_calls, one.text
+    assert one.usage.prompt_tokens > 150  # both prompts were paid for

@@ -99,7 +99,9 @@ def render_chat(
     """The prompt text for ``messages`` (and ``tools``) under the model's own chat template; the tools
     as the template shows them (``tool_prompt="native"``) or in BFCL's prompt-mode form (``"python"``,
     kate.llm.tool_prompt)."""
-    if check_tool_prompt(tool_prompt) == "python":
+    if check_tool_prompt(tool_prompt) == "both":
+        raise ValueError("tool_prompt=both is rendered one form at a time (native, python)")
+    if tool_prompt == "python":
         messages, tools = python_prompt_messages(messages, tools), None
     if template_supports_tools(template):
         messages = [_arguments_as_objects(m) for m in messages]

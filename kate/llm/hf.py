@@ -69,6 +69,8 @@ class HFChatModel:
         merge: bool = False,
         tool_prompt: str = "native",
     ) -> None:
+        if check_tool_prompt(tool_prompt) == "both":
+            raise ValueError("tool_prompt=both needs the llama.cpp client (llm=llamacpp)")
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         adapter = Path(model).expanduser() if is_adapter(model) else None
@@ -100,7 +102,7 @@ class HFChatModel:
         self.device = device
         suffix = f"+lora-{str(self.lora['lora_sha256'])[:12]}" if self.lora else ""  # a retrained adapter: a new name
         self.name = name or f"{Path(model).name}{suffix}"
-        self.tool_prompt = check_tool_prompt(tool_prompt)
+        self.tool_prompt = tool_prompt
         self.formats = tuple(formats) if formats is not None else default_formats(tool_prompt)
         if self.tokenizer.pad_token_id is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token

@@ -29,7 +29,7 @@ from kate.llm.llamacpp_batch import BatchScheduler
 from kate.llm.llamacpp_log import quiet_cache_warning
 from kate.llm.llamacpp_requests import Entry, Request, SamplingParams, Sequence
 from kate.llm.registry import MODELS, model_path, sha256_of
-from kate.llm.tool_prompt import check_tool_prompt, default_formats
+from kate.llm.tool_prompt import FORMATS, ask_both, check_tool_prompt, default_formats
 
 
 def resolve_gguf(model: str) -> Path:
@@ -94,6 +94,7 @@ class LlamaCppChatModel:
             self.name = f"{self.name}+lora-{self.lora_sha256[:12]}{scale}"  # model_identity tells them apart
         self.tool_prompt = check_tool_prompt(tool_prompt)
         self.formats = tuple(formats) if formats is not None else default_formats(tool_prompt)
+        self.formats_default = formats is None  # each form's replies parsed as that form's (``both``)
         self.max_parallel = max_parallel
         if kv_cells is not None and kv_cells < n_ctx:
             raise ValueError(f"kv_cells ({kv_cells}) must be at least n_ctx ({n_ctx}): one request may fill its window")
@@ -170,9 +171,11 @@ class LlamaCppChatModel:
             raise RuntimeError(f"{self.lora_path}: llama.cpp could not set the LoRA adapter on the context")
 
     # ----------------------------------------------------------------------------- prompt
-    def render(self, messages: list[Message], tools: list[ToolSchema] | None = None) -> str:
+    def render(self, messages: list[Message], tools: list[ToolSchema] | None = None, form: str | None = None) -> str:
+        """The prompt text; ``form``: the tool prompt's form (default: the client's; ``both``'s native one)."""
+        form = form or ("native" if self.tool_prompt == "both" else self.tool_prompt)
         return render_chat(self.chat_template, messages, tools, bos_token=self.bos_token, eos_token=self.eos_token,
-                           tool_prompt=self.tool_prompt)
+                           tool_prompt=form)
 
     def tokenize(self, text: str) -> list[int]:
         return list(self._model.tokenize(text.encode("utf-8"), add_bos=False, special=True))
@@ -240,7 +243,16 @@ class LlamaCppChatModel:
         check_sampling_args(n, temperature, max_tokens)
         if not isinstance(top_logprobs, int) or top_logprobs < 0:
             raise ValueError(f"top_logprobs must be a non-negative integer, got {top_logprobs!r}")
-        prompt = self.tokenize(self.render(messages, tools))
+        args = dict(n=n, temperature=temperature, max_tokens=max_tokens, seed=seed, stop=stop, logprobs=logprobs,
+                    top_p=top_p, ignore_eos=ignore_eos, top_logprobs=top_logprobs, prefill=prefill)
+        if self.tool_prompt == "both" and tools and not prefill:  # a prefilled reply continues the native form
+            return ask_both(lambda form: self._chat_form(messages, tools, form, **args))
+        return self._chat_form(messages, tools, "native" if self.tool_prompt == "both" else self.tool_prompt, **args)
+
+    def _chat_form(self, messages: list[Message], tools: list[ToolSchema] | None, form: str, *, n: int,
+                   temperature: float, max_tokens: int, seed: int | None, stop: list[str] | None, logprobs: bool,
+                   top_p: float, ignore_eos: bool, top_logprobs: int, prefill: str | None) -> list[Completion]:
+        prompt = self.tokenize(self.render(messages, tools, form))
         if prefill:
             prompt += self.tokenize(prefill)
         if len(prompt) + max_tokens > self.n_ctx:
@@ -261,10 +273,11 @@ class LlamaCppChatModel:
         except RuntimeError as error:  # llama_decode's return code, a closed model: this request's failure
             raise EngineError(f"{self.name}: {error}") from error
         usage = Usage(prompt_tokens=len(prompt), cached_tokens=request.cached or 0)
-        return [self._completion(s, usage, logprobs, prefill or "", tools) for s in request.sequences]
+        return [self._completion(s, usage, logprobs, prefill or "", tools, FORMATS[form] if self.formats_default
+                                 else self.formats) for s in request.sequences]
 
     def _completion(self, s: Sequence, usage: Usage, logprobs: bool, prefill: str,
-                    tools: list[ToolSchema] | None = None) -> Completion:
+                    tools: list[ToolSchema] | None, formats: tuple[str, ...]) -> Completion:
         text = s.text if s.text is not None else self.detokenize(s.tokens)
         tops = s.tops or [()] * len(s.tokens)
         token_logprobs = tuple(
@@ -273,7 +286,7 @@ class LlamaCppChatModel:
         )
         return completion_from_text(
             prefill + text,
-            formats=self.formats,
+            formats=formats,
             finish_reason=s.finish,
             logprobs=token_logprobs if logprobs else None,
             usage=replace(usage, completion_tokens=len(s.tokens)),

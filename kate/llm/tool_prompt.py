@@ -7,17 +7,23 @@ prompt_fmt=plaintext&style=classic``, word for word), the tools as JSON in the s
 calls as a Python list ``[f(a=1), g(b=2)]``, read back by the ``python_list`` format
 (kate.toolcall.parse_python.from_python_list). In the Python form a small model writes several calls
 where a request needs them, which it does not in the JSON form (docs/evaluation.md, "Tool prompts").
+``both`` (llama.cpp) asks in both forms at once and keeps the Python reply only where it makes several
+calls (``choose_forms``).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 
-from kate.llm.base import Message, ToolSchema
+from kate.llm.base import Completion, Message, ToolSchema, Usage
 from kate.toolcall import from_openai_tool_calls, to_python_call
 
-TOOL_PROMPTS = ("native", "python")
-FORMATS = {"native": ("hermes", "json"), "python": ("python_list",)}  # what each form's replies are parsed as
+TOOL_PROMPTS = ("native", "python", "both")
+# what each form's replies are parsed as; ``both`` answers in either form
+FORMATS = {"native": ("hermes", "json"), "python": ("python_list",), "both": ("hermes", "json", "python_list")}
 
 PYTHON_TOOL_PROMPT = (
     "You are an expert in composing functions.You are given a question and a set of possible functions. Based on "
@@ -32,6 +38,27 @@ PYTHON_TOOL_PROMPT = (
     "proceed to the next turn or task.\n\nHere is a list of functions in json format that you can invoke.\n"
     "{functions}\n"
 )
+
+
+def choose_forms(native: list[Completion], python: list[Completion]) -> list[Completion]:
+    """``tool_prompt=both``, per sample: the Python form's reply where it makes two or more calls (the
+    native form writes one call where a request needs several), else the native form's; each costs
+    both (usage summed). A rule chosen on training halves (bench/results/tool_prompt_train.json)."""
+    out = []
+    for mine, other in zip(native, python):
+        chosen, cost = (other, mine) if len(other.tool_calls) >= 2 and other.parse_error is None else (mine, other)
+        usage = Usage(*(getattr(chosen.usage, f) + getattr(cost.usage, f)
+                        for f in ("prompt_tokens", "completion_tokens", "cached_tokens")))
+        out.append(replace(chosen, usage=usage))
+    return out
+
+
+def ask_both(ask: Callable[[str], list[Completion]]) -> list[Completion]:
+    """``ask(form)`` for the native and the Python form at once (two threads: a local engine's scheduler
+    decodes them together), then ``choose_forms``."""
+    with ThreadPoolExecutor(2) as pool:
+        native, python = pool.submit(ask, "native"), pool.submit(ask, "python")
+        return choose_forms(native.result(), python.result())
 
 
 def check_tool_prompt(value: str) -> str:
