@@ -15,6 +15,7 @@ from kate.llm.base import ChatModel, Completion, Message, ToolSchema, Usage
 from kate.sampling.depth import ALL_KINDS, normalize_kinds, with_depth_prompt
 from kate.sampling.vote import AGGREGATORS, Vote
 from kate.toolcall import ToolCall, parse_first_call
+from kate.toolcall.parse_python import starts_python_call
 
 
 @dataclass(frozen=True)
@@ -60,9 +61,10 @@ def first_call_only(completion: Completion, formats: Sequence[str] | None = None
 
     Small models asked for one call often write a run of them until the token limit cuts the
     last one; in one-call mode only the first call counts, and a cut tail is not a failure.
-    ``formats``: the model's call formats; a Python list (``python_list``) keeps its first call.
+    ``formats``: the model's call formats; a reply in the Python form (``python_list``) keeps its first call.
     """
-    if formats is not None and "python_list" in formats:
+    if formats is not None and "python_list" in formats and (tuple(formats) == ("python_list",)
+                                                             or starts_python_call(completion.text)):
         return replace(completion, tool_calls=completion.tool_calls[:1])
     if completion.text and ("<tool_call>" in completion.text or "{" in completion.text):
         parsed = parse_first_call(completion.text)

@@ -77,6 +77,19 @@ def from_python_call(text: str, positional: Mapping[str, Sequence[str]] | None =
 
 
 _CALL_START = re.compile(r"\[|[A-Za-z_][\w.]*\s*\(")
+_PYTHON_CALL_START = re.compile(r"\[\s*[A-Za-z_][\w.]*\s*\(|[A-Za-z_][\w.]*\s*\(")
+
+
+def _strip_fences(text: str) -> str:
+    body = text.strip("`\n ")
+    if body.startswith(("python\n", "json\n")):
+        body = body.split("\n", 1)[1].strip("`\n ")
+    return body
+
+
+def starts_python_call(text: str | None) -> bool:
+    """Whether a reply opens with a Python call (``f(`` or ``[f(``, after code fences): the Python form."""
+    return bool(text) and bool(_PYTHON_CALL_START.match(_strip_fences(text)))
 
 
 @total_reader
@@ -87,9 +100,7 @@ def from_python_list(text: str, positional: Mapping[str, Sequence[str]] | None =
     ``positional``: each function's parameter order, binding positional arguments as Python does."""
     if not isinstance(text, str):
         raise Reject(f"expected text, got {type(text).__name__}")
-    body = text.strip("`\n ")
-    if body.startswith(("python\n", "json\n")):
-        body = body.split("\n", 1)[1].strip("`\n ")
+    body = _strip_fences(text)
     if not _CALL_START.match(body):
         return Parsed()
     body = body if body.startswith("[") else f"[{body}"
