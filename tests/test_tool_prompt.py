@@ -150,9 +150,10 @@ def test_the_default_model_in_both_forms_answers_with_one_reply_per_sample():
 
 def test_one_call_mode_in_both_forms_reads_each_reply_in_its_own_form():
     both = default_formats("both")
-    python = Completion(text="[add(a=1), add(a={'x': 2})]",
-                                           tool_calls=(ToolCall("add", {"a": 1}), ToolCall("add", {"a": {"x": 2}})))
+    calls = (ToolCall("add", {"a": 1}), ToolCall("add", {"a": {"x": 2}}))
+    python = Completion(text="[add(a=1), add(a={'x': 2})]", tool_calls=calls)
     assert first_call_only(python, both).tool_calls == (ToolCall("add", {"a": 1}),)
     cut = '<tool_call>\n{"name": "add", "arguments": {"a": 1}}\n</tool_call>\n<tool_call>\n{"name": "add", "argu'
     native = Completion(text=cut, parse_error="malformed")  # a run of calls cut by the token limit
-    assert first_call_only(native, both).tool_calls == (ToolCall("add", {"a": 1}),) == first_call_only(native).tool_calls
+    first = first_call_only(native, both).tool_calls
+    assert first == (ToolCall("add", {"a": 1}),) == first_call_only(native).tool_calls
