@@ -16,8 +16,8 @@ from kate.eval.config import help_field
 NAME_HELP = "the model's name in records and reports; null: derived from the model (file, hash, adapter)"
 FORMATS_HELP = "call formats parsed from the text, in order (hermes, json, python, python_list, ...)"
 TOOL_PROMPT_HELP = ("how the tools are shown and calls written: native (the chat template's tool block) | "
-                    "python (BFCL's prompt-mode system prompt, calls as a Python list, parsed as python_list); "
-                    "default native")
+                    "python (BFCL's prompt-mode system prompt, calls as a Python list, parsed as python_list) | "
+                    "both (llama.cpp: both asked, the Python reply where it makes 2+ calls); default native")
 
 
 def unset(text: str) -> Any:

@@ -46,8 +46,8 @@ class LlamaCppChatModel:
     """Chat with a GGUF model through llama.cpp; ``n`` samples share one prefill, and concurrent
     calls decode together (kate.llm.llamacpp_batch). ``lora``: an adapter applied at ``lora_scale``;
     its path and sha256 are in ``runtime()`` and its short hash in the default ``name``. ``tool_prompt``:
-    the tools in the chat template's own form (native) or BFCL's prompt-mode Python form (python,
-    kate.llm.tool_prompt); ``formats``: the call formats parsed (None: the tool prompt's)."""
+    the tools in the chat template's own form (native), BFCL's prompt-mode Python form (python), or
+    both at once (kate.llm.tool_prompt); ``formats``: the call formats parsed (None: the form's)."""
 
     options = ("top_p", "top_logprobs", "prefill")  # the extra chat() keywords it takes (base.supports)
 

@@ -19,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
 from kate.llm.base import Completion, Message, ToolSchema, Usage
-from kate.toolcall import from_openai_tool_calls, to_python_call
+from kate.toolcall import from_openai_tool_calls, to_json_text, to_python_call
 
 TOOL_PROMPTS = ("native", "python", "both")
 # what each form's replies are parsed as; ``both`` answers in either form
@@ -76,6 +76,13 @@ def _function(tool: ToolSchema) -> dict:
     return tool.get("function", tool) if isinstance(tool, dict) else tool
 
 
+def _python_list(calls) -> str:
+    try:
+        return f"[{', '.join(to_python_call(c) for c in calls)}]"
+    except ValueError:  # a name Python syntax cannot write: the calls as JSON
+        return to_json_text(list(calls))
+
+
 def python_prompt_messages(messages: list[Message], tools: list[ToolSchema] | None) -> list[Message]:
     """The conversation in the Python form: the tools in the system message (before a system message
     the conversation has, as BFCL puts it), earlier calls written as ``[f(a=1)]``; tool results stay."""
@@ -83,7 +90,7 @@ def python_prompt_messages(messages: list[Message], tools: list[ToolSchema] | No
     for message in messages:
         if message.get("role") == "assistant" and message.get("tool_calls"):
             parsed = from_openai_tool_calls(message["tool_calls"])
-            calls = f"[{', '.join(to_python_call(c) for c in parsed.calls)}]" if parsed.ok else ""
+            calls = _python_list(parsed.calls) if parsed.ok else ""
             text = "\n".join(filter(None, [message.get("content"), calls]))
             out.append({k: v for k, v in {**message, "content": text}.items() if k != "tool_calls"})
         else:
