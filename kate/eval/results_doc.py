@@ -96,7 +96,22 @@ def _strict_keyword(root: Path) -> Headline:
     cell = _load(root, "strict_vs_keyword.json")["arms"]["direct"]["all"]
     return Headline("Strict (BFCL checker) vs keyword scoring of the same 0.5B outputs",
                     f"strict {_pct(cell['strict'], cell['n'])}, keyword {_pct(cell['keyword'], cell['n'])}",
-                    str(cell["n"]), ("strict_vs_keyword.json",))
+                    str(cell["n"]), ("strict_vs_keyword.json",), readme=False)
+
+
+PARALLEL = ("parallel", "parallel_multiple", "live_parallel", "live_parallel_multiple")
+
+
+def _tool_prompt(root: Path) -> Headline:
+    """The full test half's parallel categories: direct (native tool prompt) against ``both``."""
+    summary = _load(root, "full/summary.json")
+    cells = {arm: [summary[arm]["per_category"][c] for c in PARALLEL if c in summary[arm]["per_category"]]
+             for arm in ("direct", "both")}  # fmt: skip
+    (k0, n0), (k1, n1) = ((sum(c["correct"] for c in v), sum(c["n"] for c in v)) for v in cells.values())
+    return Headline("BFCL-V3 parallel categories, full test half, 0.5B: right calls",
+                    f"native tool prompt (`direct`) {k0}/{n0} -> both tool forms (`both`) {k1}/{n1}"
+                    + (f" ({n1} of {n0} run so far)" if n1 < n0 else ""),
+                    f"{n0} / {n1}", ("full/summary.json", "full/report.md"))
 
 
 def _main_job(root: Path) -> Headline:
@@ -111,6 +126,7 @@ HEADLINES: list[Callable[[Path], Headline]] = [
     lambda r: _bfcl_single(r, f"models/{SMALL}/", "1.5B", "direct", "st_calls_w8v", "KATE"),
     _bfcl_multi,
     _own_tools,
+    _tool_prompt,
     _strict_keyword,
     _main_job,
 ]
