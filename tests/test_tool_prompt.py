@@ -122,13 +122,17 @@ def test_both_forms_keep_the_python_reply_only_where_it_makes_several_calls():
     assert all(c.usage.prompt_tokens == 220 and c.usage.completion_tokens == 10 for c in chosen)  # both were paid
 
 
+def test_both_is_rendered_one_form_at_a_time():
+    with pytest.raises(ValueError, match="one form at a time"):
+        render_chat(QWEN_LIKE, [{"role": "user", "content": "hi"}], [CALCULATOR], tool_prompt="both")
+
+
+@pytest.mark.model  # imports torch and transformers
 def test_both_is_the_llamacpp_clients_alone():
     from kate.llm.hf import HFChatModel
 
     with pytest.raises(ValueError, match="llama.cpp"):
         HFChatModel("no-such-model", tool_prompt="both")
-    with pytest.raises(ValueError, match="one form at a time"):
-        render_chat(QWEN_LIKE, [{"role": "user", "content": "hi"}], [CALCULATOR], tool_prompt="both")
 
 
 @pytest.mark.model
