@@ -108,9 +108,12 @@ def _tool_prompt(root: Path) -> Headline:
     cells = {arm: [summary[arm]["per_category"][c] for c in PARALLEL if c in summary[arm]["per_category"]]
              for arm in ("direct", "both")}  # fmt: skip
     (k0, n0), (k1, n1) = ((sum(c["correct"] for c in v), sum(c["n"] for c in v)) for v in cells.values())
+    multiple = [summary[arm]["per_category"].get("multiple") for arm in ("direct", "both")]
+    cost = (f"; its cost, multiple: {_pct(multiple[0]['correct'], multiple[0]['n'])} -> "
+            f"{_pct(multiple[1]['correct'], multiple[1]['n'])} (n = {multiple[1]['n']})") if all(multiple) else ""
     return Headline("BFCL-V3 parallel categories, full test half, 0.5B: right calls",
                     f"native tool prompt (`direct`) {k0}/{n0} -> both tool forms (`both`) {k1}/{n1}"
-                    + (f" ({n1} of {n0} run so far)" if n1 < n0 else ""),
+                    + (f" ({n1} of {n0} run so far)" if n1 < n0 else "") + cost,
                     f"{n0} / {n1}", ("full/summary.json", "full/report.md"))
 
 
