@@ -3,7 +3,8 @@
 ``--limit`` training-half entries (even indices) of every single-turn category, the default 0.5B model,
 greedy. Each arm is ``kate eval`` into ``bench/runs/tool_prompt/<arm>/`` (resumable: the same command
 continues), then ``kate report`` over both into ``bench/results/tool_prompt_train/`` (per category,
-paired fixed / broken) and the headline figures into ``bench/results/tool_prompt_train.json``.
+paired fixed / broken) and the headline figures into ``bench/results/tool_prompt_train.json``, with the
+rules of ``tool_prompt=both`` (which reply to keep) replayed on the two arms' records (``RULES``).
 
     .venv/bin/python bench/tool_prompt.py              # what ran (--limit 12)
     .venv/bin/python bench/tool_prompt.py --report-only
