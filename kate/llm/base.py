@@ -113,7 +113,8 @@ def completion_from_text(
     """Build a Completion, parsing tool calls out of the text with the strict parsers (``tools``: the
     offered tools, whose parameter order binds positional arguments of Python calls)."""
     positional = {f["name"]: list((f.get("parameters") or {}).get("properties") or {})
-                  for f in (t.get("function", t) for t in tools or []) if isinstance(f, dict) and "name" in f}
+                  for f in (t.get("function", t) for t in tools or []) if isinstance(f, dict) and "name" in f
+                  } if "python_list" in formats else None  # only Python calls take positional arguments
     parsed: Parsed = parse_model_output(text, formats=formats, positional=positional or None)
     return Completion(
         text=text,
