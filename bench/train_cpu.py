@@ -24,7 +24,7 @@ Stages:
   trajectory bench/diagnose_ii.py plots (the sft run saves twice, too few points for a curve).
 - grpo_answers (only when named): GRPO with the same settings from the sft_answers adapter ->
   bench/runs/train/grpo_answers/ (the pipeline's grpo starts from the JSON SFT, which never answers).
-- adopt_data, adopt_sft, adopt_dpo, adopt_choose (only when named; `--stages
+- adopt_data, adopt_sft, adopt_dpo, adopt_dpo_base, adopt_choose (only when named; `--stages
   adopt_data,adopt_sft,adopt_dpo,adopt_choose`): the checkpoint a user can adopt (ADOPT_* below) ->
   train/data/adopt_steps, bench/runs/train/adopt_sft/ and adopt_dpo/ (probe.jsonl and probe.png with
   the task probe's curve, best/ the chosen checkpoint); adopt_choose applies kate.train.adopt's rule
@@ -102,6 +102,12 @@ ADOPT_SFT = [*[a for a in SFT_ANSWERS if not a.startswith(("max_steps=", "save_s
 ADOPT_DPO = ["part=sft", CALL_FORMAT, f"max_length={MAX_LENGTH}", "max_steps=60", "save_steps=20",
              "save_total_limit=2", "gradient_accumulation_steps=4", "learning_rate=2e-5", "beta=0.1", "threads=2",
              *ADOPT_PROBE]
+# adopt_dpo_base: the same DPO from the untrained model (no SFT before it). The adopt SFT's task probe fell at
+# every save (mean 0.60 at step 0, 0.38 at step 60; irrelevance and live_irrelevance to 0), so no SFT checkpoint
+# could be adopted; DPO moves the model only by the pairs' margins against the base itself as reference, so what
+# it keeps of the base is what the probe already rewards. All three pair kinds (the right call against a wrong
+# one balances the no-call pairs). Decided on that training-half curve, before any DPO result existed.
+ADOPT_DPO_BASE = ADOPT_DPO
 SFT_CHECKPOINT_EVERY = 5  # 6 checkpoints over the 30 steps: the trajectory's points
 OWN_TOOLS_MAX_STEPS = 4  # as bench/results/own_tools_baseline.json: an untrained turn never stops calling
 
@@ -166,6 +172,12 @@ def stage_adopt_dpo() -> None:
              *ADOPT_DPO)
 
 
+def stage_adopt_dpo_base() -> None:
+    """DPO from the untrained model (ADOPT_DPO_BASE says why)."""
+    if not finished(RUNS / "adopt_dpo_base"):
+        kate("train", "dpo", f"data_dir={ADOPT_DATA}", f"output_dir={RUNS / 'adopt_dpo_base'}", *ADOPT_DPO_BASE)
+
+
 def stage_adopt_choose() -> None:
     """The adapter a user adopts (kate.train.adopt's rule: adopt_sft/best or adopt_dpo/best, or none)
     into bench/runs/train/adopt.json, which bench/full.py's ``adopt`` arm runs."""
@@ -220,6 +232,8 @@ def main() -> None:
             stage_adopt_sft()
         elif stage == "adopt_dpo":
             stage_adopt_dpo()
+        elif stage == "adopt_dpo_base":
+            stage_adopt_dpo_base()
         elif stage == "adopt_choose":
             stage_adopt_choose()
         elif stage == "eval":
