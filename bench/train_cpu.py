@@ -179,9 +179,16 @@ def stage_adopt_dpo_base() -> None:
 
 
 def stage_adopt_choose() -> None:
-    """The adapter a user adopts (kate.train.adopt's rule: adopt_sft/best or adopt_dpo/best, or none)
-    into bench/runs/train/adopt.json, which bench/full.py's ``adopt`` arm runs."""
-    choice = choose_adapter({"adopt_sft": RUNS / "adopt_sft", "adopt_dpo": RUNS / "adopt_dpo"})
+    """The adapter a user adopts (kate.train.adopt's rule over the finished runs' best/: adopt_sft,
+    adopt_dpo, adopt_dpo_base; or none) into bench/runs/train/adopt.json, which bench/full.py's ``adopt``
+    arm runs. A run that has not finished is left out (its best/ may still change), and said so."""
+    runs = {n: RUNS / n for n in ("adopt_sft", "adopt_dpo", "adopt_dpo_base")}
+    done = {n: f for n, f in runs.items() if finished(f)}
+    for name in runs.keys() - done.keys():
+        print(f"adopt_choose: {name} left out: it has not finished ({runs[name]})")
+    if not done:
+        raise SystemExit("adopt_choose: no adopt run has finished")
+    choice = choose_adapter(done)
     choice = {**choice, "adapter": choice["adapter"] and str(Path(choice["adapter"]).relative_to(ROOT)),
               "candidates": {n: {**c, "adapter": str(Path(c["adapter"]).relative_to(ROOT))}
                              for n, c in choice["candidates"].items()}}
