@@ -85,8 +85,9 @@ def test_every_named_arm_composes_into_a_policy_config(arm):
     assert loop_settings(c).max_steps == 20
     if arm == "st_w8":
         assert sampler.aggregate == "majority"  # the vote its committed records were measured with
-    assert bool(c["knowledge"]) == (arm not in {"direct", "w8v", "brief32", "python", "both"})
-    assert c["llm"].get("tool_prompt", "native") == (arm if arm in {"python", "both"} else "native")
+    assert bool(c["knowledge"]) == (arm not in {"direct", "w8v", "brief32", "python", "both", "both_gated"})
+    assert c["llm"].get("tool_prompt", "native") == {"python": "python", "both": "both", "both_gated": "both"}.get(
+        arm, "native")
     if "brief" in arm:
         assert c["llm"]["_target_"] == "kate.llm.brief_llamacpp.brief_llamacpp" and c["llm"]["budget"] == 32
 

@@ -122,6 +122,51 @@ def test_both_forms_keep_the_python_reply_only_where_it_makes_several_calls():
     assert all(c.usage.prompt_tokens == 220 and c.usage.completion_tokens == 10 for c in chosen)  # both were paid
 
 
+def test_a_closed_gate_keeps_every_native_reply():
+    from kate.llm.tool_prompt import ask_both
+
+    native = _reply('{"name": "calculator", "arguments": {"expression": "1+1"}}', ("hermes", "json"), 100)
+    replies = {"native": [native], "python": [_reply("[calculator('1+1'), calculator('2+2')]", ("python_list",), 120)]}
+    assert len(ask_both(replies.get, several=True)[0].tool_calls) == 2
+    closed = ask_both(replies.get, several=False)[0]
+    assert closed.text == replies["native"][0].text and closed.usage.prompt_tokens == 220  # both still paid
+
+
+def test_the_several_calls_gate_reads_the_request_and_not_the_knowledge_after_it():
+    from kate.retrieval.call_count import SeveralCallsGate, request_text
+
+    gate = SeveralCallsGate("knowledge_bases/bfcl_train")  # the committed base of the training halves
+    several = ("Play songs from the artists Taylor Swift and Maroon 5, with a play time of 20 minutes and "
+               "15 minutes respectively, on Spotify.")
+    assert gate([{"role": "user", "content": several}])
+    one = "What is the capital of Brazil?"
+    with_knowledge = f"{one}\n\n[Reference only: ...]\n{several}"
+    assert request_text([{"role": "user", "content": with_knowledge}, {"role": "tool", "content": "x"}]) == one
+    assert not gate([{"role": "system", "content": several}, {"role": "user", "content": with_knowledge}])
+    assert request_text([{"role": "system", "content": "hi"}]) == ""
+
+
+def test_the_several_calls_gate_refuses_a_missing_base_and_a_bad_threshold(tmp_path):
+    from kate.retrieval.call_count import SeveralCallsGate
+
+    with pytest.raises(FileNotFoundError, match="entries.jsonl"):
+        SeveralCallsGate(str(tmp_path))
+    with pytest.raises(ValueError, match="p must be"):
+        SeveralCallsGate("knowledge_bases/bfcl_train", p=1.5)
+
+
+def test_the_gated_arm_composes_with_its_gate_and_refuses_a_misspelt_key():
+    from hydra import compose, initialize_config_dir
+
+    from kate.cli import CONF_DIR
+
+    with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
+        cfg = compose("eval", overrides=["arm=both_gated"])
+        assert cfg.llm.tool_prompt == "both" and cfg.llm.several_calls.kb == "knowledge_bases/bfcl_train"
+        with pytest.raises(Exception, match="pp"):
+            compose("eval", overrides=["arm=both_gated", "llm.several_calls.pp=1"])
+
+
 def test_both_is_rendered_one_form_at_a_time():
     with pytest.raises(ValueError, match="one form at a time"):
         render_chat(QWEN_LIKE, [{"role": "user", "content": "hi"}], [CALCULATOR], tool_prompt="both")

@@ -25,6 +25,13 @@ def unset(text: str) -> Any:
 
 
 @dataclass
+class SeveralCallsSchema:
+    _target_: str = help_field("the gate class", "kate.retrieval.call_count.SeveralCallsGate")
+    kb: str = help_field("the knowledge base whose single-turn ST entries fit the call-count predictor", MISSING)
+    p: float = help_field("the predicted chance of several calls at which the gate opens", 0.5)
+
+
+@dataclass
 class LlamaCppSchema:
     _target_: str = help_field("the client class", "kate.llm.llamacpp.LlamaCppChatModel")
     model: str = unset("a kate model name (`kate models list`) or a .gguf path")
@@ -45,6 +52,9 @@ class LlamaCppSchema:
     lora: Optional[str] = unset("a llama.cpp LoRA adapter .gguf or a PEFT adapter folder (converted once to "
                                 "<folder>/adapter.gguf); null: none")
     lora_scale: Number = unset("the adapter's strength (1.0: as trained, PEFT's lora_alpha / r)")
+    several_calls: Optional[SeveralCallsSchema] = unset(
+        "tool_prompt=both: a gate on the request that must also expect several calls for the Python reply to be "
+        "kept (kate.retrieval.call_count.SeveralCallsGate); null: none")
 
 
 @dataclass

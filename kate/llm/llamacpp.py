@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -47,7 +48,8 @@ class LlamaCppChatModel:
     calls decode together (kate.llm.llamacpp_batch). ``lora``: an adapter applied at ``lora_scale``;
     its path and sha256 are in ``runtime()`` and its short hash in the default ``name``. ``tool_prompt``:
     the tools in the chat template's own form (native), BFCL's prompt-mode Python form (python), or
-    both at once (kate.llm.tool_prompt); ``formats``: the call formats parsed (None: the form's)."""
+    both at once (kate.llm.tool_prompt; ``several_calls``: a gate on the request that must also expect several
+    calls for the Python reply to be kept); ``formats``: the call formats parsed (None: the form's)."""
 
     options = ("top_p", "top_logprobs", "prefill")  # the extra chat() keywords it takes (base.supports)
 
@@ -70,6 +72,7 @@ class LlamaCppChatModel:
         verbose: bool = False,
         lora: str | None = None,
         lora_scale: float = 1.0,
+        several_calls: Callable[[list[Message]], bool] | None = None,
     ) -> None:
         import llama_cpp
         from llama_cpp import _internals as internals
@@ -95,6 +98,7 @@ class LlamaCppChatModel:
         self.tool_prompt = check_tool_prompt(tool_prompt)
         self.formats = tuple(formats) if formats is not None else default_formats(tool_prompt)
         self.formats_default = formats is None  # each form's replies parsed as that form's (``both``)
+        self.several_calls = several_calls  # ``both``: the request's gate on the Python reply (None: none)
         self.max_parallel = max_parallel
         if kv_cells is not None and kv_cells < n_ctx:
             raise ValueError(f"kv_cells ({kv_cells}) must be at least n_ctx ({n_ctx}): one request may fill its window")
@@ -246,7 +250,8 @@ class LlamaCppChatModel:
         args = dict(n=n, temperature=temperature, max_tokens=max_tokens, seed=seed, stop=stop, logprobs=logprobs,
                     top_p=top_p, ignore_eos=ignore_eos, top_logprobs=top_logprobs, prefill=prefill)
         if self.tool_prompt == "both" and tools and not prefill:  # a prefilled reply continues the native form
-            return ask_both(lambda form: self._chat_form(messages, tools, form, **args))
+            several = self.several_calls is None or bool(self.several_calls(messages))
+            return ask_both(lambda form: self._chat_form(messages, tools, form, **args), several)
         return self._chat_form(messages, tools, "native" if self.tool_prompt == "both" else self.tool_prompt, **args)
 
     def _chat_form(self, messages: list[Message], tools: list[ToolSchema] | None, form: str, *, n: int,

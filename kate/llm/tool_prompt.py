@@ -8,7 +8,8 @@ calls as a Python list ``[f(a=1), g(b=2)]``, read back by the ``python_list`` fo
 (kate.toolcall.parse_python.from_python_list). In the Python form a small model writes several calls
 where a request needs them, which it does not in the JSON form (docs/evaluation.md, "Tool prompts").
 ``both`` (llama.cpp) asks in both forms at once and keeps the Python reply only where it makes several
-calls (``choose_forms``).
+calls (``choose_forms``) and, with a gate on the request (the client's ``several_calls``, e.g.
+kate.retrieval.call_count.SeveralCallsGate), where the gate also expects several.
 """
 
 from __future__ import annotations
@@ -40,25 +41,27 @@ PYTHON_TOOL_PROMPT = (
 )
 
 
-def choose_forms(native: list[Completion], python: list[Completion]) -> list[Completion]:
+def choose_forms(native: list[Completion], python: list[Completion], several: bool = True) -> list[Completion]:
     """``tool_prompt=both``, per sample: the Python form's reply where it makes two or more calls (the
-    native form writes one call where a request needs several), else the native form's; each costs
-    both (usage summed). A rule chosen on training halves (bench/results/tool_prompt_train.json)."""
+    native form writes one call where a request needs several) and ``several`` (the request's gate: False
+    keeps every native reply), else the native form's; each costs both (usage summed). Rules chosen on
+    training halves (bench/results/tool_prompt_train.json)."""
     out = []
     for mine, other in zip(native, python):
-        chosen, cost = (other, mine) if len(other.tool_calls) >= 2 and other.parse_error is None else (mine, other)
+        python_wins = several and len(other.tool_calls) >= 2 and other.parse_error is None
+        chosen, cost = (other, mine) if python_wins else (mine, other)
         usage = Usage(*(getattr(chosen.usage, f) + getattr(cost.usage, f)
                         for f in ("prompt_tokens", "completion_tokens", "cached_tokens")))
         out.append(replace(chosen, usage=usage))
     return out
 
 
-def ask_both(ask: Callable[[str], list[Completion]]) -> list[Completion]:
+def ask_both(ask: Callable[[str], list[Completion]], several: bool = True) -> list[Completion]:
     """``ask(form)`` for the native and the Python form at once (two threads: a local engine's scheduler
     decodes them together), then ``choose_forms``."""
     with ThreadPoolExecutor(2) as pool:
         native, python = pool.submit(ask, "native"), pool.submit(ask, "python")
-        return choose_forms(native.result(), python.result())
+        return choose_forms(native.result(), python.result(), several)
 
 
 def check_tool_prompt(value: str) -> str:

@@ -19,11 +19,14 @@ were chosen) comes from ``bench/call_count_cv.py``.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 
+from kate.io import read_jsonl
 from kate.knowledge.entries import KnowledgeEntry
 
 NUMBER = re.compile(r"\d+(?:\.\d+)?")
@@ -83,3 +86,38 @@ class CallCountModel:
 
     def several(self, question: str, p: float = 0.5) -> bool:
         return self.p_several(question) >= p
+
+
+def request_text(messages: Sequence[Mapping[str, Any]]) -> str:
+    """The request a gate reads: the last user message's text up to its first blank line (knowledge that
+    kate injects follows a blank line, kate.agent.knowledge.inject); "" when there is no user message."""
+    for message in reversed(messages):
+        if message.get("role") == "user":
+            return str(message.get("content") or "").split("\n\n", 1)[0]
+    return ""
+
+
+@dataclass(frozen=True)
+class SeveralCallsGate:
+    """A gate on a request for ``tool_prompt=both`` (the llama.cpp client's ``several_calls``): whether the
+    call-count predictor, fitted on the single-turn ST entries of the knowledge base ``kb``, gives the
+    request's text (``request_text``) a chance of at least ``p`` of needing several calls. The Python
+    reply is kept only where the gate says so: where the Python form writes a second call that one
+    request does not need (BFCL's ``multiple``), the native reply stands. Chosen on training halves
+    (bench/tool_prompt.py, docs/evaluation.md, "Tool prompts")."""
+
+    kb: str
+    p: float = 0.5
+    model: CallCountModel = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        path = Path(self.kb) / "entries.jsonl"
+        if not path.is_file():
+            raise FileNotFoundError(f"{path}: the several-calls gate's knowledge base has no entries file")
+        if not 0.0 <= self.p <= 1.0:
+            raise ValueError(f"the several-calls gate's p must be in [0, 1], got {self.p!r}")
+        entries = [KnowledgeEntry.from_dict(row) for row in read_jsonl(path)]
+        object.__setattr__(self, "model", CallCountModel.from_entries(entries))
+
+    def __call__(self, messages: Sequence[Mapping[str, Any]]) -> bool:
+        return self.model.several(request_text(messages), self.p)
