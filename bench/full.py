@@ -53,7 +53,7 @@ ADAPTERS = {"grpo_answers": "bench/runs/train/grpo_answers/final/adapter.gguf",
 PARTS = {"single": (list(SINGLE_TURN), "test", None), "multi": (["multi_turn_base"], "test", None),
          "select": (list(SINGLE_TURN), "train", 20),
          "select_multi": (["multi_turn_base"], "train", 30)}  # fmt: skip
-PARALLEL_FIRST = ("both",)  # arms whose single-turn entries run parallel categories first
+PARALLEL_FIRST = ("both", "both_gated")  # arms whose single-turn entries run parallel categories first
 ADOPTED = ROOT / "bench" / "runs" / "train" / "adopt.json"  # the adapter a user adopts (train_cpu.py adopt_choose)
 SELECTION = RESULTS / "adaptive_selection.json"  # the adaptive vote's chosen overrides (bench/adaptive_select.py)
 # arms that run with SELECTION's overrides, and wait until it exists; the selection set is single-turn, and
@@ -70,6 +70,9 @@ SCHEDULE: list[tuple[str, str, str, list[int], list[str]]] = [
     # both tool forms, the Python reply where it makes several calls (llm.tool_prompt=both), chosen on the
     # training half (bench/tool_prompt.py); its parallel categories first, where the native form scores 0
     ("both", "both", "single", [0], []),
+    # both with the call-count gate on the Python reply (chosen on the training half over both; its test-half
+    # replay from both's and direct's records: bench/results/tool_prompt_gate_test_replay.json)
+    ("both_gated", "both_gated", "single", [0], []),
     # the selection runs: fixed width 8 (replays every first/step rule), the greedy gate that never
     # commits (each step keeps its greedy confidence: every threshold replays), a cooler first draw
     ("select_st_w8v", "st_w8v", "select", [0], []),

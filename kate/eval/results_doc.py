@@ -117,6 +117,18 @@ def _tool_prompt(root: Path) -> Headline:
                     f"{n0} / {n1}", ("full/summary.json", "full/report.md"))
 
 
+def _tool_prompt_gate(root: Path) -> Headline:
+    """``both_gated`` replayed on the test half's records: the parallel categories and multiple, paired."""
+    cells = _load(root, "tool_prompt_gate_test_replay.json")["per_category"]
+    rows = [cells[c]["both_gated"] for c in PARALLEL if c in cells]
+    k0, k1, n = (sum(r[f] for r in rows) for f in ("direct", "arm", "n"))
+    m = cells["multiple"]["both_gated"]
+    return Headline("The same with the call-count gate (`both_gated`), replayed from those records",
+                    f"parallel categories {k0}/{n} -> {k1}/{n}; multiple {m['direct']}/{m['n']} -> {m['arm']}/{m['n']} "
+                    f"({m['broken']} broken, sign test p = {m['sign_test_p']})", str(n + m["n"]),
+                    ("tool_prompt_gate_test_replay.json",), readme=False)
+
+
 def _main_job(root: Path) -> Headline:
     d = _load(root, "main_job_time.json")
     return Headline("`kate main` on 2 CPU cores after set-up: wall time",
@@ -130,6 +142,7 @@ HEADLINES: list[Callable[[Path], Headline]] = [
     _bfcl_multi,
     _own_tools,
     _tool_prompt,
+    _tool_prompt_gate,
     _strict_keyword,
     _main_job,
 ]
