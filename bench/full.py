@@ -53,7 +53,10 @@ ADAPTERS = {"grpo_answers": "bench/runs/train/grpo_answers/final/adapter.gguf",
 PARTS = {"single": (list(SINGLE_TURN), "test", None), "multi": (["multi_turn_base"], "test", None),
          "select": (list(SINGLE_TURN), "train", 20),
          "select_multi": (["multi_turn_base"], "train", 30)}  # fmt: skip
-PARALLEL_FIRST = ("both", "both_gated")  # arms whose single-turn entries run parallel categories first
+# arms whose single-turn entries run some categories first (the same entries, in another order): where the tool
+# forms differ, the parallel categories (and multiple, which the gate is there to protect)
+PARALLEL = ("parallel", "parallel_multiple", "live_parallel", "live_parallel_multiple")
+FIRST = {"both": PARALLEL, "both_gated": (*PARALLEL, "multiple")}
 ADOPTED = ROOT / "bench" / "runs" / "train" / "adopt.json"  # the adapter a user adopts (train_cpu.py adopt_choose)
 SELECTION = RESULTS / "adaptive_selection.json"  # the adaptive vote's chosen overrides (bench/adaptive_select.py)
 # arms that run with SELECTION's overrides, and wait until it exists; the selection set is single-turn, and
@@ -94,8 +97,8 @@ SCHEDULE: list[tuple[str, str, str, list[int], list[str]]] = [
 
 def overrides(name: str, arm: str, part: str, seeds: list[int], extra: list[str]) -> list[str]:
     categories, split, limit = PARTS[part]
-    if name in PARALLEL_FIRST:  # the same entries, the parallel categories' first
-        categories = sorted(categories, key=lambda c: "parallel" not in c)
+    if name in FIRST:  # the same entries, FIRST's categories first
+        categories = sorted(categories, key=lambda c: c not in FIRST[name])
     where = [f"categories=[{','.join(categories)}]", f"split={split}", f"limit={'null' if limit is None else limit}"]
     return [f"arm={arm}", *BASE, *where, f"seeds=[{','.join(map(str, seeds))}]", f"workers={WORKERS}",
             f"name={name}", f"out_dir={RUNS / name}", *chosen(name), *adopted(name), *extra]  # fmt: skip
