@@ -197,6 +197,25 @@ def test_the_default_model_in_both_forms_answers_with_one_reply_per_sample():
     assert one.usage.prompt_tokens > 150  # both prompts were paid for
 
 
+@pytest.mark.model
+def test_the_default_model_in_both_forms_keeps_the_native_reply_where_the_gate_is_closed():
+    from kate.llm.llamacpp import LlamaCppChatModel
+
+    from .conftest import DEFAULT_AGENT_MODEL
+
+    asked = []
+    model = LlamaCppChatModel(DEFAULT_AGENT_MODEL, n_ctx=4096, max_parallel=4, tool_prompt="both",
+                              several_calls=lambda messages: asked.append(messages) or False)
+    try:
+        question = [{"role": "user", "content": "Compute 12 * 7 and also 3 + 4."}]
+        reply = model.chat(question, [CALCULATOR], max_tokens=64)[0]
+    finally:
+        model.close()
+    assert asked == [question]  # the gate read the request as the client got it
+    assert not reply.text.lstrip().startswith("[") and len(reply.tool_calls) <= 1, reply.text  # the native reply
+    assert reply.usage.prompt_tokens > 150  # both prompts were still paid for
+
+
 def test_one_call_mode_in_both_forms_reads_each_reply_in_its_own_form():
     both = default_formats("both")
     calls = (ToolCall("add", {"a": 1}), ToolCall("add", {"a": {"x": 2}}))
