@@ -155,6 +155,18 @@ def test_the_several_calls_gate_refuses_a_missing_base_and_a_bad_threshold(tmp_p
         SeveralCallsGate("knowledge_bases/bfcl_train", p=1.5)
 
 
+def test_a_models_identity_names_its_gate_and_what_the_gate_was_fitted_on():
+    from kate.llm.identity import model_identity
+    from kate.retrieval.call_count import SeveralCallsGate
+
+    gate = SeveralCallsGate("knowledge_bases/bfcl_train")
+    model = FakeChatModel([], name="fake")
+    assert "several_calls" not in model_identity(model)
+    model.several_calls = gate
+    described = model_identity(model)["several_calls"]
+    assert described["kb"] == "knowledge_bases/bfcl_train" and len(described["entries_sha256"]) == 64
+
+
 def test_the_gated_arm_composes_with_its_gate_and_refuses_a_misspelt_key():
     from hydra import compose, initialize_config_dir
 

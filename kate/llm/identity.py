@@ -28,6 +28,10 @@ def model_identity(model: Any) -> dict[str, Any]:
     if lora:  # a LoRA adapter on the base: another model, whatever the client is named
         identity["lora_sha256"] = lora
         identity["lora_scale"] = getattr(model, "lora_scale", 1.0)
+    gate = getattr(model, "several_calls", None)
+    if gate is not None:  # tool_prompt=both's gate decides which reply is kept: what it was fitted on counts
+        describe = getattr(gate, "describe", None)
+        identity["several_calls"] = describe() if callable(describe) else repr(gate)
     return identity
 
 

@@ -28,6 +28,7 @@ import numpy as np
 
 from kate.io import read_jsonl
 from kate.knowledge.entries import KnowledgeEntry
+from kate.llm.registry import sha256_of
 
 NUMBER = re.compile(r"\d+(?:\.\d+)?")
 AND = re.compile(r"\band\b", re.IGNORECASE)
@@ -121,3 +122,7 @@ class SeveralCallsGate:
 
     def __call__(self, messages: Sequence[Mapping[str, Any]]) -> bool:
         return self.model.several(request_text(messages), self.p)
+
+    def describe(self) -> dict[str, Any]:
+        """What the gate is, for a run's fingerprint: its base (and the entries' sha256) and threshold."""
+        return {"kb": self.kb, "entries_sha256": sha256_of(Path(self.kb) / "entries.jsonl"), "p": self.p}
