@@ -28,9 +28,8 @@ from kate.eval.config import IN_FLIGHT
 from kate.eval.report_cmd import run_report
 from kate.eval.run_eval import run_eval
 from kate.eval.run_store import load_run
-from kate.io import atomic_write_json, read_jsonl
-from kate.knowledge.entries import KnowledgeEntry
-from kate.retrieval.call_count import CallCountModel, request_text
+from kate.io import atomic_write_json
+from kate.retrieval.call_count import CallCountModel, base_entries, request_text
 from kate.toolcall.parse_python import starts_python_call
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -76,8 +75,7 @@ def question(record: dict) -> str:
 def cross_fitted_gate(held_out: set[str]) -> CallCountModel:
     """The gate's predictor fitted on the base less the replayed entries (they are training-half entries
     of the base itself: the gate must not have seen the entries it is judged on)."""
-    entries = [KnowledgeEntry.from_dict(row) for row in read_jsonl(KB / "entries.jsonl")]
-    return CallCountModel.from_entries([e for e in entries if not set(e.source_ids) & held_out])
+    return CallCountModel.from_entries([e for e in base_entries(KB) if not set(e.source_ids) & held_out])
 
 
 def replay_rules() -> dict:

@@ -98,6 +98,14 @@ def request_text(messages: Sequence[Mapping[str, Any]]) -> str:
     return ""
 
 
+def base_entries(kb: str | Path) -> list[KnowledgeEntry]:
+    """The entries of the knowledge base folder ``kb`` (its ``entries.jsonl``), read without its index."""
+    path = Path(kb) / "entries.jsonl"
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: the knowledge base has no entries file")
+    return [KnowledgeEntry.from_dict(row) for row in read_jsonl(path)]
+
+
 @dataclass(frozen=True)
 class SeveralCallsGate:
     """A gate on a request for ``tool_prompt=both`` (the llama.cpp client's ``several_calls``): whether the
@@ -112,13 +120,9 @@ class SeveralCallsGate:
     model: CallCountModel = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        path = Path(self.kb) / "entries.jsonl"
-        if not path.is_file():
-            raise FileNotFoundError(f"{path}: the several-calls gate's knowledge base has no entries file")
         if not 0.0 <= self.p <= 1.0:
             raise ValueError(f"the several-calls gate's p must be in [0, 1], got {self.p!r}")
-        entries = [KnowledgeEntry.from_dict(row) for row in read_jsonl(path)]
-        object.__setattr__(self, "model", CallCountModel.from_entries(entries))
+        object.__setattr__(self, "model", CallCountModel.from_entries(base_entries(self.kb)))
 
     def __call__(self, messages: Sequence[Mapping[str, Any]]) -> bool:
         return self.model.several(request_text(messages), self.p)
