@@ -85,11 +85,13 @@ def test_every_named_arm_composes_into_a_policy_config(arm):
     assert loop_settings(c).max_steps == 20
     if arm == "st_w8":
         assert sampler.aggregate == "majority"  # the vote its committed records were measured with
-    assert bool(c["knowledge"]) == (arm not in {"direct", "w8v", "brief32", "python", "both", "both_gated"})
+    no_knowledge = {"direct", "w8v", "python", "both", "both_gated"}
+    assert bool(c["knowledge"]) == (arm not in no_knowledge and not arm.startswith("brief"))
     assert c["llm"].get("tool_prompt", "native") == {"python": "python", "both": "both", "both_gated": "both"}.get(
         arm, "native")
     if "brief" in arm:
-        assert c["llm"]["_target_"] == "kate.llm.brief_llamacpp.brief_llamacpp" and c["llm"]["budget"] == 32
+        assert c["llm"]["_target_"] == "kate.llm.brief_llamacpp.brief_llamacpp"
+        assert c["llm"]["budget"] == (16 if arm.endswith("16") else 32) and c["llm"]["opener"].startswith("<think>\n")
 
 
 def test_evaluation_suites_compose():

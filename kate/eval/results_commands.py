@@ -34,6 +34,8 @@ COMMANDS: list[tuple[str, str]] = [
     ("diagnose/ladder/*", f"{PY} bench/diagnose_ii.py"),
     ("diagnose/necessity_cache/*", f"{PY} bench/diagnose_i.py --only necessity  (a cache)"),
     ("tool_prompt_train/*", f"{PY} bench/tool_prompt.py --report-only  (records: bench/tool_prompt.py)"),
+    ("train_half/*", f"{PY} bench/train_half_arms.py --report-only --arms <arms>  (records: the same without it)"),
+    ("train_half_arms.json", f"{PY} bench/train_half_arms.py --arms <arm>  (each arm's own: its `command`)"),
     ("full/published.json", "collected by hand from the published leaderboards (its `source` fields)"),
     ("full/*", f"{PY} bench/full.py"),
 ]
