@@ -43,6 +43,7 @@ GreedySchema = target_schema("GreedySchema", "kate.sampling.policy.GreedySampler
 WidthSchema = target_schema("WidthSchema", "kate.sampling.policy.WidthSampler")
 DepthSchema = target_schema("DepthSchema", "kate.sampling.policy.DepthSampler", nested=INNER)
 AdaptiveSchema = target_schema("AdaptiveSchema", "kate.sampling.adaptive.AdaptiveWidthSampler")
+AbstainSchema = target_schema("AbstainSchema", "kate.sampling.abstain.AbstainSampler")
 GateSchema = target_schema("GateSchema", "kate.sampling.gate.GateSampler",
                            nested={"belief": ProbeBeliefSchema, **INNER})  # fmt: skip
 GreedyCodeSchema = target_schema("GreedyCodeSchema", "kate.sampling.code.GreedyCode")
@@ -51,7 +52,7 @@ WidthCodeSchema = target_schema("WidthCodeSchema", "kate.sampling.code.WidthCode
 # group -> option -> its schema (stored as <group>/<option>_schema)
 GROUPS = {
     "sampling": {"greedy": GreedySchema, "width": WidthSchema, "depth": DepthSchema, "adaptive": AdaptiveSchema,
-                 "gate": GateSchema},
+                 "gate": GateSchema, "abstain": AbstainSchema},
     "gate": {"probe": GateSchema},
     "code_sampling": {"greedy": GreedyCodeSchema, "width": WidthCodeSchema},
 }  # fmt: skip

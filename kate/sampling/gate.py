@@ -124,16 +124,16 @@ class GateSampler:
         inner = self.inner if self.inner is not None else GreedySampler()
         after_user = bool(messages) and messages[-1].get("role") == "user"
         if not tools or (self.first_step_only and not after_user):  # nothing to gate
-            return _gated(inner.act(model, messages, tools, seed=seed, one_call=one_call), None, "none", "")
+            return gated_step(inner.act(model, messages, tools, seed=seed, one_call=one_call), None, "none", "")
         p = float(self.belief(messages, tools))
         if not 0.0 <= p <= 1.0:
             raise GateError(f"the gate's belief must be a probability, got {p!r}")
         action = gate_action(p, self.tau, self.tau_high)
         prefill = self.prefill_for(action)
         acting = PrefilledModel(model, prefill) if prefill else model
-        return _gated(inner.act(acting, messages, tools, seed=seed, one_call=one_call), p, action, prefill)
+        return gated_step(inner.act(acting, messages, tools, seed=seed, one_call=one_call), p, action, prefill)
 
 
-def _gated(step: Step, belief: float | None, action: str, prefill: str) -> GatedStep:
+def gated_step(step: Step, belief: float | None, action: str, prefill: str) -> GatedStep:
     values = {f.name: getattr(step, f.name) for f in fields(Step)}
     return GatedStep(**values, gate={"belief": belief, "action": action, "prefill": prefill})
