@@ -1,20 +1,22 @@
 """An abstention gate from the first token, replayed: would dropping the greedy call where the model's
 first-token probability of starting a call, P(call), is below a threshold tau turn wrong calls on
-irrelevance entries into right abstentions without losing right calls elsewhere?
+irrelevance entries into right abstentions without losing right calls elsewhere? (The gate itself is
+``sampling=abstain``, kate.sampling.abstain; P(call) here is its ``p_call``.)
 
-``--split train|test``: for the first 40 (train) or 100 (test) entries of each single-turn category (the default 0.5B model,
-the native tool prompt, as arm ``direct`` asks), one forward pass of the prompt (``max_tokens=1`` with
-the 20 most likely first tokens): P(call) is the probability mass of first tokens that open a call
-(``OPENINGS``), ``would_call`` whether the most likely one does. Written one line per entry to
-``bench/runs/first_token_gate/<split>.jsonl`` (resumable: the same command continues).
+``--split train|test``: for the first 40 (train) or 100 (test) entries of each single-turn category
+(the default 0.5B model, the native tool prompt, as arm ``direct`` asks), one forward pass of the
+prompt (``max_tokens=1`` with the 20 most likely first tokens): P(call) is the probability mass of
+first tokens that open a call, ``would_call`` whether the most likely one does. Written one line per
+entry to ``bench/runs/first_token_gate/<split>.jsonl`` (resumable: the same command continues).
 
-``--choose`` picks tau on the training half by a rule fixed before the test half is read: the tau
-of ``TAUS``, or none (tau 0: no gate), with the highest mean over categories of the call / no-call decision's accuracy (a call
-is due in every category but irrelevance and live_irrelevance), the smallest on a tie.
-``--replay`` (when a gate was chosen) applies the chosen tau to the test half's ``direct`` records (bench/runs/full/direct):
-where the gate is closed the entry counts as not called (right on irrelevance entries, wrong
-elsewhere), else direct's own verdict stands; paired with direct per category, with the sign test.
-Figures: ``bench/results/first_token_gate.json`` and ``first_token_gate.png``.
+``--choose`` picks tau on the training half by a rule fixed before the test half is read: the tau of
+``TAUS``, or none (tau 0: no gate), with the highest mean over categories of the call / no-call
+decision's accuracy (a call is due in every category but irrelevance and live_irrelevance), the
+smallest on a tie. ``--replay`` (when a gate was chosen) applies the chosen tau to the test half's
+``direct`` records (bench/runs/full/direct): where the gate is closed the entry counts as not called
+(right on irrelevance entries, wrong elsewhere), else direct's own verdict stands; paired with direct
+per category, with the sign test. Figures: ``bench/results/first_token_gate.json`` and
+``first_token_gate.png``.
 
     .venv/bin/python bench/first_token_gate.py --split train
     .venv/bin/python bench/first_token_gate.py --split test
@@ -35,11 +37,11 @@ from kate.bfcl.data import SINGLE_TURN, load_entries
 from kate.eval.run_store import load_run
 from kate.io import atomic_write_json
 from kate.llm.llamacpp import LlamaCppChatModel
+from kate.sampling.abstain import OPENINGS, opens_call, p_call
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNS, RESULTS = ROOT / "bench" / "runs" / "first_token_gate", ROOT / "bench" / "results"
 MODEL = "qwen2.5-coder-0.5b-instruct-q4_k_m"
-OPENINGS = ("```", "<tool_call>", "{")  # a reply that starts with one of these is (or opens) a call
 NO_CALL_DUE = ("irrelevance", "live_irrelevance")
 TAUS = (0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95)
 TOP = 20
@@ -48,16 +50,10 @@ TOP = 20
 LIMITS = {"train": 40, "test": 100}
 
 
-def opens_call(token: str) -> bool:
-    text = token.lstrip()
-    return any(text.startswith(o) or (text and o.startswith(text)) for o in OPENINGS)
-
-
 def first_token(model: LlamaCppChatModel, entry) -> dict:
     [reply] = model.chat(entry.turns[0], entry.tools, max_tokens=1, logprobs=True, top_logprobs=TOP)
     top = reply.logprobs[0].top if reply.logprobs else ()
-    p_call = sum(math.exp(lp) for token, lp in top if opens_call(token))
-    return {"id": entry.id, "category": entry.category, "p_call": round(p_call, 6),
+    return {"id": entry.id, "category": entry.category, "p_call": round(p_call(reply) or 0.0, 6),
             "would_call": bool(top) and opens_call(top[0][0]), "top": top[0][0] if top else None}  # fmt: skip
 
 

@@ -8,8 +8,15 @@ the same command continues); ``kate report`` over direct and the arms writes
 direct with the sign test, and the mean category accuracy (what an arm is chosen by, with no category
 below direct: issue #41's target for an arm).
 
-    .venv/bin/python bench/train_half_arms.py --arms brief32          # what ran (--limit 12)
-    .venv/bin/python bench/train_half_arms.py --arms brief32,distilled --report-only
+What ran (each arm's own ``command`` in the results file):
+
+    .venv/bin/python bench/train_half_arms.py --arms brief32                  # --limit 12, every category
+    .venv/bin/python bench/train_half_arms.py --arms distilled,st
+    .venv/bin/python bench/train_half_arms.py --arms brief_route32,brief_route16,brief_fits32 \
+        --categories simple_python,multiple,irrelevance --limit 8
+
+An invocation adds its arms to the results file and keeps the others there; ``--report-only`` renews
+the named arms' figures from their records.
 """
 
 from __future__ import annotations
@@ -37,7 +44,8 @@ DIRECT = ROOT / "bench" / "runs" / "tool_prompt" / "direct"  # bench/tool_prompt
 
 def run_arm(arm: str, limit: int, categories: list[str]) -> None:
     overrides = [f"arm={arm}", "llm.max_parallel=8", f"categories=[{','.join(categories)}]", "split=train",
-                 f"limit={limit}", "seeds=[0]", f"workers={IN_FLIGHT}", f"name={arm}", f"out_dir={RUNS / arm}"]  # fmt: skip
+                 f"limit={limit}", "seeds=[0]", f"workers={IN_FLIGHT}", f"name={arm}",
+                 f"out_dir={RUNS / arm}"]  # fmt: skip
     with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
         run_eval(compose("eval", overrides=overrides))
 
@@ -109,7 +117,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--arms", default="brief32", help="comma-separated arms of conf/arm/")
     parser.add_argument("--limit", type=int, default=12, help="training-half entries per category (direct's: 12)")
-    parser.add_argument("--categories", default=",".join(SINGLE_TURN), help="comma-separated (default: all single-turn)")
+    parser.add_argument("--categories", default=",".join(SINGLE_TURN),
+                        help="comma-separated categories (default: every single-turn one)")
     parser.add_argument("--note", action="append", default=[], metavar="ARM=TEXT", help="a note kept beside an arm")
     parser.add_argument("--report-only", action="store_true")
     args = parser.parse_args()
