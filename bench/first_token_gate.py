@@ -53,7 +53,8 @@ LIMITS = {"train": 40, "test": 100}
 def first_token(model: LlamaCppChatModel, entry) -> dict:
     [reply] = model.chat(entry.turns[0], entry.tools, max_tokens=1, logprobs=True, top_logprobs=TOP)
     top = reply.logprobs[0].top if reply.logprobs else ()
-    return {"id": entry.id, "category": entry.category, "p_call": round(p_call(reply) or 0.0, 6),
+    belief = p_call(reply)  # None: an empty reply (no first token), kept as null
+    return {"id": entry.id, "category": entry.category, "p_call": None if belief is None else round(belief, 6),
             "would_call": bool(top) and opens_call(top[0][0]), "top": top[0][0] if top else None}  # fmt: skip
 
 
@@ -82,7 +83,7 @@ def rows(split: str) -> list[dict]:
 def decision_accuracy(data: list[dict], tau: float) -> dict[str, float]:
     per: dict[str, list[bool]] = {}
     for r in data:
-        calls = r["would_call"] and r["p_call"] >= tau
+        calls = r["would_call"] and (r["p_call"] or 0.0) >= tau
         per.setdefault(r["category"], []).append(calls != (r["category"] in NO_CALL_DUE))
     return {c: round(sum(v) / len(v), 4) for c, v in sorted(per.items())}
 
@@ -136,15 +137,16 @@ def replay(tau: float) -> dict:
     for i, d in direct.items():
         if i not in gate or d["category"] not in SINGLE_TURN:
             continue
-        closed = gate[i]["p_call"] < tau
-        right = bool(d["valid"]) if not closed or not d["calls"] else d["category"] in NO_CALL_DUE
+        attempted = bool(d["calls"] or d["parse_error"])  # the sampler re-asks a malformed call too
+        closed = attempted and (gate[i]["p_call"] or 0.0) < tau  # taken as a plain answer when re-asked
+        right = d["category"] in NO_CALL_DUE if closed else bool(d["valid"])
         cell = cells.setdefault(d["category"], {"n": 0, "direct": 0, "gated": 0, "fixed": 0, "broken": 0, "closed": 0})
         cell["n"] += 1
         cell["direct"] += bool(d["valid"])
         cell["gated"] += right
         cell["fixed"] += right and not d["valid"]
         cell["broken"] += bool(d["valid"]) and not right
-        cell["closed"] += closed and bool(d["calls"])
+        cell["closed"] += closed
     for cell in cells.values():
         cell["sign_test_p"] = float(f"{sign_test(cell['fixed'], cell['broken']):.3g}")
     return {"tau": tau, "per_category": dict(sorted(cells.items()))}

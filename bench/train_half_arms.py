@@ -58,10 +58,12 @@ def sign_test(fixed: int, broken: int) -> float:
 
 def paired_cells(direct: dict[str, dict], arm: dict[str, dict]) -> dict[str, dict]:
     """Per category of the entries both ran: n, right counts, fixed / broken against direct, sign test p."""
+    unpaired = sorted(set(arm) - set(direct))
+    if unpaired:
+        raise ValueError(f"{len(unpaired)} entries the direct run ({DIRECT}) lacks, e.g. {unpaired[0]}: "
+                         "run the arm on direct's entries (--limit <= 12)")
     cells: dict[str, dict] = {}
     for i, record in arm.items():
-        if i not in direct:
-            continue
         d, a = bool(direct[i]["valid"]), bool(record["valid"])
         cell = cells.setdefault(record["category"], {"n": 0, "direct": 0, "arm": 0, "fixed": 0, "broken": 0})
         cell["n"] += 1
@@ -89,7 +91,7 @@ def arm_summary(arm: str, direct: dict[str, dict], command: str) -> dict:
     }  # fmt: skip
 
 
-def report(arms: list[str], limit: int, categories: list[str], notes: dict[str, str]) -> dict:
+def report(arms: list[str], limit: int, categories: list[str], notes: dict[str, str], report_only: bool) -> dict:
     """Adds (or renews) ``arms`` in bench/results/train_half_arms.json, keeping the arms other invocations
     wrote there, and renews ``kate report`` over direct and every arm of the file."""
     path = RESULTS / "train_half_arms.json"
@@ -101,7 +103,8 @@ def report(arms: list[str], limit: int, categories: list[str], notes: dict[str, 
     command = (f".venv/bin/python bench/train_half_arms.py --arms {{arm}} --limit {limit}"
                + ("" if categories == list(SINGLE_TURN) else f" --categories {','.join(categories)}"))
     for arm in arms:
-        out["arms"][arm] = arm_summary(arm, direct, command.format(arm=arm))
+        kept = out["arms"].get(arm, {}).get("command") if report_only else None  # the command that ran it
+        out["arms"][arm] = arm_summary(arm, direct, kept or command.format(arm=arm))
         if arm in notes:
             out["arms"][arm]["note"] = notes[arm]
     with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
@@ -127,7 +130,7 @@ def main() -> None:
         for arm in arms:
             run_arm(arm, args.limit, categories)
     notes = dict(n.split("=", 1) for n in args.note)
-    summary = report(arms, args.limit, categories, notes)
+    summary = report(arms, args.limit, categories, notes, args.report_only)
     print(json.dumps({a: {k: v for k, v in s.items() if k != "per_category"} for a, s in summary["arms"].items()},
                      indent=1))
 

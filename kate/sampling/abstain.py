@@ -6,9 +6,11 @@ block, the Hermes tag, a JSON object), the first-token probe of ``kate diagnose 
 read off the reply itself, so it costs no extra forward pass. Where the reply calls and P(call) is
 below ``tau``, the answer is asked again with ``no_tool_text`` prefilled (the prompt is in the
 engine's prefix cache by then), and that answer is the step; its calls, if it still writes one,
-stand; the step's completions are that answer's, then the dropped reply. Only the decision point is gated (the history ends with a user message): after a tool's
-result, calling again is the loop's business. The step is a ``GatedStep`` whose ``gate`` says what
-the gate saw and did: ``{"belief": P(call), "action": "no_tool" | "none", "prefill": text}``.
+stand; the step's completions are that answer's, then the dropped reply (a run's ``outputs``), and
+its usage both requests'. A malformed call counts as a call. Only the decision point is gated (the
+history ends with a user message): after a tool's result, calling again is the loop's business. The
+step is a ``GatedStep`` whose ``gate`` says what the gate saw and did: ``{"belief": P(call),
+"action": "no_tool" | "none", "prefill": text}`` (``kate eval`` records keep it as ``gate``).
 
 The client must take ``logprobs=``, ``top_logprobs=`` and ``prefill=`` (llm=llamacpp does).
 """
@@ -70,11 +72,13 @@ class AbstainSampler:
         completions = _require(model.chat(messages, tools, n=1, temperature=0.0, max_tokens=self.max_tokens,
                                           seed=seed, logprobs=True, top_logprobs=self.top_logprobs), model, one_call)
         first = completions[0]
-        belief = p_call(first, self.openings)
+        belief = p_call(first, self.openings)  # None where the reply is empty (no first token)
+        step = Step(first.tool_calls, first.text, completions, None, request_usage(completions), first.parse_error)
+        if not (first.tool_calls or first.parse_error):  # no call: nothing to drop
+            return gated_step(step, belief, "none", "")
         if belief is None:
             raise GateError(f"model {getattr(model, 'name', model)!r} returned no top logprobs for the first token")
-        step = Step(first.tool_calls, first.text, completions, None, request_usage(completions), first.parse_error)
-        if not (first.tool_calls or first.parse_error) or belief >= self.tau:
+        if belief >= self.tau:
             return gated_step(step, belief, "none", "")
         answer = greedy.act(PrefilledModel(model, self.no_tool_text), messages, tools, seed=seed, one_call=one_call)
         usage = request_usage(completions, answer.usage)

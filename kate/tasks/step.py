@@ -16,7 +16,8 @@ MODEL_ERROR = "kate:model_error"
 
 def step_trace(policy: Policy, messages: Sequence[Message], tools: list[ToolSchema] | None, *, seed: int,
                context: KnowledgeContext | None = None) -> dict[str, Any]:  # fmt: skip
-    """The step's calls, parse error, prompt as sent, knowledge, every sample's text, vote and usage;
+    """The step's calls, parse error, prompt as sent, knowledge, every sample's text, vote, usage and,
+    from a gated sampler, what its gate saw and did;
     a model error (e.g. a prompt that does not fit the context) is a recorded failure, not a crash."""
     try:
         done = policy.step(messages, tools, seed=seed, context=context)
@@ -25,7 +26,9 @@ def step_trace(policy: Policy, messages: Sequence[Message], tools: list[ToolSche
         return {"calls": [], "parse_error": None, "error_type": MODEL_ERROR, "error": str(error), "prompt": prompt,
                 "knowledge": retrieved.text if retrieved else None, "outputs": [], "vote": None}  # fmt: skip
     step = done.step
+    gate = getattr(step, "gate", None)  # a gated sampler's record (kate.sampling.gate / abstain), if any
     return {
+        **({"gate": gate} if gate else {}),
         "calls": [c.to_dict() for c in step.calls],
         "parse_error": step.parse_error,
         "prompt": done.prompt,
