@@ -36,6 +36,7 @@ COMMANDS: list[tuple[str, str]] = [
     ("tool_prompt_train/*", f"{PY} bench/tool_prompt.py --report-only  (records: bench/tool_prompt.py)"),
     ("train_half/*", f"{PY} bench/train_half_arms.py --report-only --arms <arms>  (records: the same without it)"),
     ("train_half_arms.json", f"{PY} bench/train_half_arms.py --arms <arm>  (each arm's own: its `command`)"),
+    ("verifier/*", f"{PY} bench/verifier.py --report-only  (the run: bench/verifier.py)"),
     ("full/published.json", "collected by hand from the published leaderboards (its `source` fields)"),
     ("full/*", f"{PY} bench/full.py"),
 ]
