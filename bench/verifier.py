@@ -1,0 +1,78 @@
+"""The verifier (issue #41 part 2, docs/verifier.md) trained and measured on the training half: ``kate train
+verifier`` on the width-8 records of the selection run (``bench/runs/full/select_st_w8v``: the first 20
+training-half entries of each single-turn category, 8 samples each at temperature 1.0, ST knowledge), into
+``bench/runs/verifier/`` (resumable: the same command continues from the last save). Its held-out fold (a
+seeded 20% of the entries, never trained on) is measured at the end; the measures are copied to
+``bench/results/verifier/`` (``held_out.json`` less the per-candidate scores, ``calibration.png``,
+``summary.json``). Nothing here reads a test half: the test half's best-of-8 needs width-8 test-half
+records, which no run has yet.
+
+    .venv/bin/python bench/verifier.py                  # what ran: 60 steps of 4 pairs, 2 threads
+    .venv/bin/python bench/verifier.py --report-only    # copy the measures again
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import shutil
+from pathlib import Path
+
+from kate_job import run_kate, stop_on_sigterm  # bench/kate_job.py (the script's folder is on sys.path)
+
+ROOT = Path(__file__).resolve().parents[1]
+RECORDS = "bench/runs/full/select_st_w8v/seed_0/records.jsonl"
+RUN, RESULTS = ROOT / "bench" / "runs" / "verifier", ROOT / "bench" / "results" / "verifier"
+# set before the run: 60 steps of 4 pairs (about an hour at ~65 s a step on 2 cores), a save every 10
+SETTINGS = ["max_steps=60", "save_steps=10", "save_total_limit=1", "threads=2"]
+
+
+def train() -> None:
+    run_kate(["train", "verifier", f"records=[{RECORDS}]", f"output_dir={RUN}", *SETTINGS], RUN / ".hydra")
+
+
+def paired_selection(scores: list[dict]) -> dict:
+    """On the held-out entries where the choice matters (several candidates, one right at least: the
+    entries of ``selection``), the top-scored candidate against the most-voted one: fixed / broken,
+    exact sign test."""
+    groups: dict[str, list[dict]] = {}
+    for s in scores:
+        groups.setdefault(s["id"], []).append(s)
+    fixed = broken = 0
+    for group in groups.values():
+        group = [c for c in group if c["source"] == group[0]["source"]]
+        if len(group) < 2 or not any(c["label"] for c in group):
+            continue
+        by_score = max(group, key=lambda c: c["score"])["label"]  # max keeps the first of ties, as selection does
+        by_votes = max(group, key=lambda c: c["votes"])["label"]
+        fixed, broken = fixed + (by_score and not by_votes), broken + (by_votes and not by_score)
+    n, k = fixed + broken, min(fixed, broken)
+    p = 1.0 if n == 0 else min(1.0, 2 * sum(math.comb(n, i) for i in range(k + 1)) / 2**n)
+    return {"fixed": fixed, "broken": broken, "sign_test_p": float(f"{p:.3g}")}
+
+
+def report() -> dict:
+    held_out = json.loads((RUN / "held_out.json").read_text())
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    shown = {k: v for k, v in held_out.items() if k != "scores"}
+    shown["selection_paired"] = paired_selection(held_out["scores"])
+    shown["command"] = ".venv/bin/python bench/verifier.py"
+    (RESULTS / "held_out.json").write_text(json.dumps(shown, indent=2, sort_keys=True) + "\n")
+    for name in ("calibration.png", "summary.json"):
+        shutil.copyfile(RUN / name, RESULTS / name)
+    return shown
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--report-only", action="store_true")
+    args = parser.parse_args()
+    stop_on_sigterm()
+    if not args.report_only:
+        train()
+    print(json.dumps({k: v for k, v in report().items() if k != "calibration"}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
