@@ -27,13 +27,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from tqdm import tqdm
 
 from kate.bfcl.data import SINGLE_TURN, load_entries
+from kate.eval.report import sign_test
 from kate.eval.run_store import load_run
 from kate.io import atomic_write_json
 from kate.llm.llamacpp import LlamaCppChatModel
@@ -123,11 +123,6 @@ def plot(choice: dict, path: Path) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
-
-
-def sign_test(fixed: int, broken: int) -> float:
-    n, k = fixed + broken, min(fixed, broken)
-    return 1.0 if n == 0 else min(1.0, 2 * sum(math.comb(n, i) for i in range(k + 1)) / 2**n)
 
 
 def replay(tau: float) -> dict:

@@ -27,6 +27,7 @@ from kate.cli import CONF_DIR
 from kate.eval.config import IN_FLIGHT
 from kate.eval.report_cmd import run_report
 from kate.eval.run_eval import run_eval
+from kate.eval.report import sign_test
 from kate.eval.run_store import load_run
 from kate.io import atomic_write_json
 from kate.retrieval.call_count import CallCountModel, base_entries, request_text
@@ -114,12 +115,6 @@ def report(limit: int) -> dict:
     }  # fmt: skip
     atomic_write_json(RESULTS / "tool_prompt_train.json", headline)
     return headline
-
-
-def sign_test(fixed: int, broken: int) -> float:
-    """Exact two-sided sign test (McNemar's exact form) of fixed against broken entries."""
-    n, k = fixed + broken, min(fixed, broken)
-    return 1.0 if n == 0 else min(1.0, 2 * sum(math.comb(n, i) for i in range(k + 1)) / 2**n)
 
 
 def paired_row(rows: list[tuple[bool, bool]]) -> dict:

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 from pathlib import Path
 
 from hydra import compose, initialize_config_dir
@@ -34,6 +33,7 @@ from kate.cli import CONF_DIR
 from kate.eval.config import IN_FLIGHT
 from kate.eval.report_cmd import run_report
 from kate.eval.run_eval import run_eval
+from kate.eval.report import sign_test
 from kate.eval.run_store import load_run
 from kate.io import atomic_write_json
 
@@ -48,12 +48,6 @@ def run_arm(arm: str, limit: int, categories: list[str]) -> None:
                  f"out_dir={RUNS / arm}"]  # fmt: skip
     with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
         run_eval(compose("eval", overrides=overrides))
-
-
-def sign_test(fixed: int, broken: int) -> float:
-    """Exact two-sided sign test (McNemar's exact form) of fixed against broken entries."""
-    n, k = fixed + broken, min(fixed, broken)
-    return 1.0 if n == 0 else min(1.0, 2 * sum(math.comb(n, i) for i in range(k + 1)) / 2**n)
 
 
 def paired_cells(direct: dict[str, dict], arm: dict[str, dict]) -> dict[str, dict]:

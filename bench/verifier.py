@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import shutil
 from pathlib import Path
 
+from kate.eval.report import sign_test
 from kate_job import run_kate, stop_on_sigterm  # bench/kate_job.py (the script's folder is on sys.path)
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -47,9 +47,7 @@ def paired_selection(scores: list[dict]) -> dict:
         by_score = max(group, key=lambda c: c["score"])["label"]  # max keeps the first of ties, as selection does
         by_votes = max(group, key=lambda c: c["votes"])["label"]
         fixed, broken = fixed + (by_score and not by_votes), broken + (by_votes and not by_score)
-    n, k = fixed + broken, min(fixed, broken)
-    p = 1.0 if n == 0 else min(1.0, 2 * sum(math.comb(n, i) for i in range(k + 1)) / 2**n)
-    return {"fixed": fixed, "broken": broken, "sign_test_p": float(f"{p:.3g}")}
+    return {"fixed": fixed, "broken": broken, "sign_test_p": float(f"{sign_test(fixed, broken):.3g}")}
 
 
 def report() -> dict:

@@ -7,7 +7,7 @@ import json
 from hydra import compose, initialize_config_dir
 
 from kate.cli import CONF_DIR
-from kate.eval.report import paired_difference, seed_spread
+from kate.eval.report import paired_difference, seed_spread, sign_test
 from kate.eval.report_cmd import run_report, samples_per_step
 from kate.eval.run_store import RunStore
 
@@ -72,3 +72,9 @@ def test_wilson_bounds_are_exact_at_none_and_all_correct():
 
     for n in range(1, 60):
         assert wilson(0, n)[0] == 0.0 and wilson(n, n)[1] == 1.0
+
+
+def test_the_sign_test_on_known_counts():
+    assert sign_test(0, 0) == 1.0 and sign_test(3, 3) == 1.0
+    assert sign_test(0, 4) == 0.125 and sign_test(4, 0) == 0.125  # 2 * (1/2)^4
+    assert abs(sign_test(2, 8) - 0.109375) < 1e-12  # 2 * (1 + 10 + 45) / 2^10

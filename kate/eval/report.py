@@ -33,6 +33,12 @@ V3_GROUPS: dict[str, tuple[str, ...]] = {
 }
 
 
+def sign_test(fixed: int, broken: int) -> float:
+    """Exact two-sided sign test (McNemar's exact form) of entries fixed against entries broken."""
+    n, k = fixed + broken, min(fixed, broken)
+    return 1.0 if n == 0 else min(1.0, 2 * sum(math.comb(n, i) for i in range(k + 1)) / 2**n)
+
+
 def wilson(correct: int, n: int, z: float = 1.96) -> tuple[float, float]:
     """95% Wilson score interval of a proportion (sound at 0/n and n/n, unlike the normal one)."""
     if n == 0:
