@@ -19,6 +19,7 @@ import shutil
 from pathlib import Path
 
 from kate.eval.report import sign_test
+from kate.train.verifier_metrics import selection
 from kate_job import run_kate, stop_on_sigterm  # bench/kate_job.py (the script's folder is on sys.path)
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -33,20 +34,13 @@ def train() -> None:
 
 
 def paired_selection(scores: list[dict]) -> dict:
-    """On the held-out entries where the choice matters (several candidates, one right at least: the
-    entries of ``selection``), the top-scored candidate against the most-voted one: fixed / broken,
-    exact sign test."""
+    """``selection`` (kate.train.verifier_metrics) on the stored held-out scores, grouped as the job
+    groups them (each entry's candidates from its first records file), with the exact sign test."""
     groups: dict[str, list[dict]] = {}
     for s in scores:
         groups.setdefault(s["id"], []).append(s)
-    fixed = broken = 0
-    for group in groups.values():
-        group = [c for c in group if c["source"] == group[0]["source"]]
-        if len(group) < 2 or not any(c["label"] for c in group):
-            continue
-        by_score = max(group, key=lambda c: c["score"])["label"]  # max keeps the first of ties, as selection does
-        by_votes = max(group, key=lambda c: c["votes"])["label"]
-        fixed, broken = fixed + (by_score and not by_votes), broken + (by_votes and not by_score)
+    chosen = selection([[c for c in g if c["source"] == g[0]["source"]] for g in groups.values()])
+    fixed, broken = chosen.get("fixed", 0), chosen.get("broken", 0)
     return {"fixed": fixed, "broken": broken, "sign_test_p": float(f"{sign_test(fixed, broken):.3g}")}
 
 

@@ -78,3 +78,13 @@ def test_the_sign_test_on_known_counts():
     assert sign_test(0, 0) == 1.0 and sign_test(3, 3) == 1.0
     assert sign_test(0, 4) == 0.125 and sign_test(4, 0) == 0.125  # 2 * (1/2)^4
     assert abs(sign_test(2, 8) - 0.109375) < 1e-12  # 2 * (1 + 10 + 45) / 2^10
+
+
+def test_the_verifiers_selection_counts_fixed_and_broken_picks():
+    from kate.train.verifier_metrics import selection
+
+    right, wrong = {"label": True}, {"label": False}
+    groups = [[{**wrong, "score": 1, "votes": 5}, {**right, "score": 2, "votes": 3}],  # fixed by the score
+              [{**right, "score": 0, "votes": 5}, {**wrong, "score": 3, "votes": 3}],  # broken
+              [{**right, "score": 1, "votes": 1}]]  # one candidate: no choice, not counted
+    assert selection(groups) == {"entries": 2, "verifier_right": 0.5, "vote_right": 0.5, "fixed": 1, "broken": 1}

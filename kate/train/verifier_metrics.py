@@ -54,13 +54,16 @@ def calibration(scores: Sequence[float], labels: Sequence[bool], bins: int = 10)
 
 def selection(groups: Sequence[Sequence[dict[str, Any]]]) -> dict[str, Any]:
     """Groups of one entry's candidates (``score``, ``votes``, ``label``), in the vote's order: how often
-    the top score and the top votes pick a right one, over entries with a choice that matters."""
+    the top score and the top votes pick a right one, over entries with a choice that matters; ``fixed`` /
+    ``broken``: entries where only the top score's / only the top votes' pick is right."""
     counted = [g for g in groups if len(g) > 1 and any(c["label"] for c in g)]
     if not counted:
         return {"entries": 0, "verifier_right": None, "vote_right": None}
-    by_score = sum(max(g, key=lambda c: c["score"])["label"] for g in counted)  # max keeps the first of ties
-    by_votes = sum(max(g, key=lambda c: c["votes"])["label"] for g in counted)
-    return {"entries": len(counted), "verifier_right": by_score / len(counted), "vote_right": by_votes / len(counted)}
+    picks = [(max(g, key=lambda c: c["score"])["label"], max(g, key=lambda c: c["votes"])["label"])
+             for g in counted]  # max keeps the first of ties
+    return {"entries": len(counted), "verifier_right": sum(s for s, _ in picks) / len(counted),
+            "vote_right": sum(v for _, v in picks) / len(counted),
+            "fixed": sum(s and not v for s, v in picks), "broken": sum(v and not s for s, v in picks)}  # fmt: skip
 
 
 def plot_calibration(bins: Sequence[dict[str, Any]], path: str | Path, title: str = "verifier calibration") -> Path:
