@@ -18,7 +18,10 @@ from kate.llm.registry import SMALL_TEST_MODEL
 
 # Options that load a model are pointed at the small one, to keep this fast.
 LIGHT = {"llamacpp": [f"llm.model={SMALL_TEST_MODEL}", "llm.n_ctx=1024"], "hf": [f"llm.model={SMALL_TEST_MODEL}"],
-         "brief_reasoning": [f"llm.model={SMALL_TEST_MODEL}", "llm.n_ctx=1024"]}
+         "brief_reasoning": [f"llm.model={SMALL_TEST_MODEL}", "llm.n_ctx=1024"],
+         # the default model and the committed GRPO-answers adapter (the small model has none committed)
+         "base_gated": [f"llm.lora={CONF_DIR.parent / 'bench/runs/train/grpo_answers/final/adapter.gguf'}",
+                        "llm.n_ctx=1024", "llm.kv_cells=1024"]}
 
 
 def _groups():
@@ -85,13 +88,16 @@ def test_every_named_arm_composes_into_a_policy_config(arm):
     assert loop_settings(c).max_steps == 20
     if arm == "st_w8":
         assert sampler.aggregate == "majority"  # the vote its committed records were measured with
-    no_knowledge = {"direct", "w8v", "python", "both", "both_gated"}
+    no_knowledge = {"direct", "w8v", "python", "both", "both_gated", "grpo_gated"}
     assert bool(c["knowledge"]) == (arm not in no_knowledge and not arm.startswith("brief"))
     assert c["llm"].get("tool_prompt", "native") == {"python": "python", "both": "both", "both_gated": "both"}.get(
         arm, "native")
     if "brief" in arm:
         assert c["llm"]["_target_"] == "kate.llm.brief_llamacpp.brief_llamacpp"
         assert c["llm"]["budget"] == (16 if arm.endswith("16") else 32) and c["llm"]["opener"].startswith("<think>\n")
+    if arm == "grpo_gated":
+        assert c["llm"]["_target_"] == "kate.llm.base_gated_llamacpp.base_gated_llamacpp"
+        assert (CONF_DIR.parent / c["llm"]["lora"]).is_file()
 
 
 def test_evaluation_suites_compose():

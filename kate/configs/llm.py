@@ -108,7 +108,16 @@ class BriefReasoningSchema(LlamaCppSchema):
     closer: str = unset("the text that ends the thought; its stripped text stops it (default '\\n</think>\\n')")
 
 
+@dataclass
+class BaseGatedSchema(LlamaCppSchema):
+    """The llama.cpp client's settings; ``lora`` is the adapter whose calls the base model gates
+    (kate.llm.base_gated_llamacpp)."""
+
+    _target_: str = help_field("the client maker: a llama.cpp client on an adapter, gated by the base model",
+                               "kate.llm.base_gated_llamacpp.base_gated_llamacpp")
+
+
 # option of conf/llm/ -> its schema (stored as llm/<option>_schema); the class each one types
 SCHEMAS = {"llamacpp": LlamaCppSchema, "hf": HFSchema, "openai": OpenAISchema, "fake": FakeSchema,
-           "brief_reasoning": BriefReasoningSchema}  # fmt: skip
+           "brief_reasoning": BriefReasoningSchema, "base_gated": BaseGatedSchema}  # fmt: skip
 SKIPPED = {"openai": ("client",), "fake": ("requests",)}  # parameters that take objects made in code

@@ -1,0 +1,105 @@
+"""An adapter gated by its base model (kate/llm/base_gated.py): at a turn's start with tools offered
+both are asked and the base's reply is kept where it declines to call (not where it writes a
+malformed call), else the tuned model's; after a tool result or with no tools the tuned model
+answers alone; per sample for n > 1; usage of both; the name and identity say what ran; a
+non-model is refused; the llama.cpp config makes two real engines and runs through the loop."""
+
+from __future__ import annotations
+
+import pytest
+
+from kate.llm.base import ChatModel
+from kate.llm.base_gated import BaseGated, declines, opens_turn
+from kate.llm.fake import FakeChatModel
+from kate.llm.identity import model_identity
+
+from .conftest import CALCULATOR
+
+USER = [{"role": "user", "content": "What is 2 + 3?"}]
+AFTER_RESULT = [*USER, {"role": "assistant", "content": "", "tool_calls": []}, {"role": "tool", "content": "5"}]
+CALL = '<tool_call>\n{"name": "calculator", "arguments": {"expression": "2 + 3"}}\n</tool_call>'
+OTHER_CALL = '<tool_call>\n{"name": "calculator", "arguments": {"expression": "2+3"}}\n</tool_call>'
+MALFORMED = '<tool_call>\n{"name": "calculator", "arguments": \n</tool_call>'
+
+
+def _gated(tuned: list, base: list) -> tuple[BaseGated, FakeChatModel, FakeChatModel]:
+    t, b = FakeChatModel(script=tuned, name="tuned"), FakeChatModel(script=base, name="base")
+    return BaseGated(t, b), t, b
+
+
+def test_the_base_declining_at_a_turn_start_is_kept():
+    model, tuned, base = _gated([CALL], ["No tool fits this."])
+    [c] = model.chat(USER, [CALCULATOR])
+    assert c.text == "No tool fits this." and not c.tool_calls
+    assert len(tuned.requests) == len(base.requests) == 1
+    both = [m.chat(USER, [CALCULATOR])[0].usage for m in (FakeChatModel(script=[CALL]),
+                                                          FakeChatModel(script=["No tool fits this."]))]
+    assert c.usage.completion_tokens == sum(u.completion_tokens for u in both)  # both replies were computed
+
+
+def test_where_the_base_calls_the_tuned_reply_is_kept_call_or_not():
+    model, _, _ = _gated([OTHER_CALL, "It is 5."], [CALL, CALL])
+    [c] = model.chat(USER, [CALCULATOR])
+    assert c.text == OTHER_CALL and c.tool_calls[0].arguments == {"expression": "2+3"}
+    [c] = model.chat(USER, [CALCULATOR])
+    assert c.text == "It is 5." and not c.tool_calls  # the tuned model declined: kept
+
+
+def test_a_malformed_base_call_is_an_attempt_not_a_decline():
+    model, _, _ = _gated([CALL], [MALFORMED])
+    [c] = model.chat(USER, [CALCULATOR])
+    assert c.text == CALL
+    assert not declines(FakeChatModel(script=[MALFORMED]).chat(USER, [CALCULATOR])[0])
+
+
+def test_after_a_tool_result_or_without_tools_the_tuned_model_answers_alone():
+    model, tuned, base = _gated(["The answer is 5.", "Hi."], ["unused"])
+    assert model.chat(AFTER_RESULT, [CALCULATOR])[0].text == "The answer is 5."
+    assert model.chat(USER, None)[0].text == "Hi."
+    assert len(tuned.requests) == 2 and base.requests == []
+    assert opens_turn(USER) and not opens_turn(AFTER_RESULT) and not opens_turn([])
+
+
+def test_each_sample_is_gated_on_its_own():
+    model, tuned, _ = _gated([[CALL, CALL]], [["None fits.", CALL]])
+    first, second = model.chat(USER, [CALCULATOR], n=2, temperature=1.0, seed=3)
+    assert first.text == "None fits." and second.text == CALL
+    assert tuned.requests[0]["n"] == 2 and tuned.requests[0]["seed"] == 3  # the caller's settings, unchanged
+
+
+def test_name_identity_and_refusals():
+    model, _, _ = _gated(["x"], ["y"])
+    assert isinstance(model, ChatModel) and model.name == "tuned+base-gate"
+    assert model_identity(model)["name"] == "tuned+base-gate"
+    assert BaseGated(FakeChatModel(script=["x"]), FakeChatModel(script=["y"]), name="mine").name == "mine"
+    with pytest.raises(TypeError, match="base must be a chat model"):
+        BaseGated(FakeChatModel(script=["x"]), "not a model")
+    from kate.llm.base_gated_llamacpp import base_gated_llamacpp
+
+    with pytest.raises(ValueError, match="needs llm.lora"):
+        base_gated_llamacpp("qwen2.5-coder-0.5b-instruct-q4_k_m")
+
+
+@pytest.mark.model
+def test_two_real_engines_gate_a_turn_and_the_loop_runs(small_llamacpp):
+    from kate.agent import Policy
+    from kate.envs import PythonFunctionsEnv
+    from kate.llm.llamacpp import LlamaCppChatModel
+    from kate.llm.registry import SMALL_TEST_MODEL
+
+    other = LlamaCppChatModel(SMALL_TEST_MODEL, n_ctx=2048, max_parallel=4)
+    try:
+        model = BaseGated(other, small_llamacpp)
+        [gated] = model.chat(USER, [CALCULATOR], max_tokens=48)
+        [own] = small_llamacpp.chat(USER, [CALCULATOR], max_tokens=48)
+        assert gated.text == own.text  # the same weights greedy: whichever is kept, the same text
+        assert gated.usage.prompt_tokens == 2 * own.usage.prompt_tokens
+        assert model_identity(model)["sha256"] == model_identity(small_llamacpp)["sha256"]
+        def add(a: int, b: int) -> int:
+            """Sum of two integers."""
+            return a + b
+
+        turn = Policy(model).run_dialogue(PythonFunctionsEnv([add]), ["What is 2 + 3?"]).turns[0]
+        assert turn.steps  # a whole turn through the one loop, the gated step first
+    finally:
+        other.close()
