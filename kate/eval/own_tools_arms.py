@@ -26,7 +26,8 @@ ARMS = {"direct": ("greedy", []), "w8v": ("width", []), "direct_answer": ("greed
         # GRPO from that adapter (bench/train_cpu.py --stages grpo_answers)
         "grpo_answers_direct": ("greedy", ["+llm.lora=bench/runs/train/grpo_answers/final/adapter.gguf"]),
         # that adapter with its base model's decision not to call kept at a turn's start (conf/arm/grpo_gated.yaml)
-        "grpo_gated_direct": ("greedy", ["arm=grpo_gated"])}  # fmt: skip
+        "grpo_gated_direct": ("greedy", ["arm=grpo_gated"]),
+        "grpo_gated_answer": ("greedy", [*TURN_END, "arm=grpo_gated"])}  # fmt: skip
 # under the benchmark folder (bench/): the default model's runs and results files
 RUNS = {"train": Path("runs/own_tools"), "test": Path("runs/own_tools/test")}
 RESULT = {"train": Path("results/own_tools_baseline.json"), "test": Path("results/own_tools_test.json")}
