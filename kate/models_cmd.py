@@ -5,6 +5,7 @@ from __future__ import annotations
 from omegaconf import DictConfig
 
 from kate.llm import registry
+from kate.llm.adapters import ADAPTERS, shipped_adapter
 
 DEFAULT_INSTALL = (registry.DEFAULT_AGENT_MODEL, registry.SMALL_TEST_MODEL, registry.DEFAULT_EMBEDDING_MODEL)
 
@@ -28,6 +29,13 @@ def run_models(cfg: DictConfig) -> dict[str, str]:
                 status[name] = f"FAILED  {error}"
         else:
             raise ValueError(f"unknown action {action!r}: use list, install or verify")
+    if action in ("list", "verify") and not list(cfg.names):  # the adapters kate ships (llm.lora=<name>)
+        for name, spec in ADAPTERS.items():
+            try:
+                status[name] = f"{'ok' if action == 'verify' else 'ships':13s}  adapter on {spec.base}: " + (
+                    spec.description if action == "list" else str(shipped_adapter(name)))
+            except registry.ModelFileError as error:
+                status[name] = f"FAILED  {error}"
     for name, line in status.items():
         print(f"{name:38s} {line}")
     if action == "verify" and any(v.startswith("FAILED") for v in status.values()):

@@ -141,6 +141,7 @@ def test_models_list_runs():
     with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
         status = run_models(compose("models"))
     assert status[SMALL_TEST_MODEL].startswith("installed")
+    assert status["qwen2.5-coder-0.5b-grpo-answers"].startswith("ships")  # the adapters kate ships, by name
 
 
 def test_cli_entry_point():

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from kate.io import atomic_folder, atomic_write_json
+from kate.llm.adapters import ADAPTERS, shipped_adapter
 from kate.llm.registry import MODELS, model_path, sha256_of
 
 CONFIG = "adapter_config.json"
@@ -252,13 +253,17 @@ def adapter_to_gguf(adapter_dir: str | os.PathLike, out_path: str | os.PathLike 
 
 
 def llama_adapter(lora: str | os.PathLike, *, base: str | os.PathLike | None = None) -> Path:
-    """The llama.cpp adapter file for ``lora``: a .gguf as is, or a PEFT folder's cached
-    ``adapter.gguf``, converted again when the adapter's hash differs from the one in its marker."""
+    """The llama.cpp adapter file for ``lora``: an adapter kate ships, by name (kate.llm.adapters, verified),
+    a .gguf as is, or a PEFT folder's cached ``adapter.gguf``, converted again when the adapter's hash
+    differs from the one in its marker."""
+    if str(lora) in ADAPTERS:
+        return shipped_adapter(str(lora), base)
     path = Path(lora).expanduser()
     if path.is_file() and path.suffix == ".gguf":
         return path
     if not is_adapter(path):
-        raise FileNotFoundError(f"lora {str(lora)!r} is neither a .gguf adapter nor a PEFT adapter folder")
+        raise FileNotFoundError(f"lora {str(lora)!r} is neither a .gguf adapter nor a PEFT adapter folder, nor an "
+                                f"adapter kate ships ({', '.join(sorted(ADAPTERS))})")
     digest = adapter_sha256(path)
     marker_path, target = path / GGUF_MARKER, path / GGUF_NAME
     expected = {"adapter_sha256": digest, "base": str(base) if base is not None else None}
