@@ -29,6 +29,11 @@ class Usage:
     completion_tokens: int = 0
     cached_tokens: int = 0  # of prompt_tokens, those the engine's prefix cache held (not computed again)
 
+    def __add__(self, other: "Usage") -> "Usage":
+        """Both requests' tokens (a reply that cost two requests, e.g. two prompt forms or two models)."""
+        return Usage(self.prompt_tokens + other.prompt_tokens, self.completion_tokens + other.completion_tokens,
+                     self.cached_tokens + other.cached_tokens)
+
 
 @dataclass(frozen=True)
 class Completion:

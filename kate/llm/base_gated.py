@@ -20,10 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import Any
 
-from kate.llm.base import ChatModel, Completion, Message, ToolSchema, Usage, check_sampling_args
-
-USAGE_FIELDS = ("prompt_tokens", "completion_tokens", "cached_tokens")
-
+from kate.llm.base import ChatModel, Completion, Message, ToolSchema, check_sampling_args
 
 def opens_turn(messages: list[Message]) -> bool:
     """Whether the model is asked for the first step of a user turn: the last message is the user's."""
@@ -40,8 +37,7 @@ def gate_replies(tuned: list[Completion], base: list[Completion]) -> list[Comple
     out = []
     for mine, other in zip(tuned, base):
         chosen = other if declines(other) else mine
-        usage = Usage(*(getattr(mine.usage, f) + getattr(other.usage, f) for f in USAGE_FIELDS))
-        out.append(replace(chosen, usage=usage))
+        out.append(replace(chosen, usage=mine.usage + other.usage))
     return out
 
 

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
-from kate.llm.base import Completion, Message, ToolSchema, Usage
+from kate.llm.base import Completion, Message, ToolSchema
 from kate.toolcall import from_openai_tool_calls, to_json_text, to_python_call
 
 TOOL_PROMPTS = ("native", "python", "both")
@@ -50,9 +50,7 @@ def choose_forms(native: list[Completion], python: list[Completion], several: bo
     for mine, other in zip(native, python):
         python_wins = several and len(other.tool_calls) >= 2 and other.parse_error is None
         chosen, cost = (other, mine) if python_wins else (mine, other)
-        usage = Usage(*(getattr(chosen.usage, f) + getattr(cost.usage, f)
-                        for f in ("prompt_tokens", "completion_tokens", "cached_tokens")))
-        out.append(replace(chosen, usage=usage))
+        out.append(replace(chosen, usage=chosen.usage + cost.usage))
     return out
 
 
