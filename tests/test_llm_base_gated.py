@@ -1,7 +1,7 @@
 """An adapter gated by its base model (kate/llm/base_gated.py): at a turn's start with tools offered
 both are asked and the base's reply is kept where it declines to call (not where it writes a
 malformed call), else the tuned model's; after a tool result or with no tools the tuned model
-answers alone; per sample for n > 1; usage of both; the name and identity say what ran; a
+answers alone; with n samples the base decides once, greedy; each token counted once; the name and identity say what ran; a
 non-model is refused; the llama.cpp config makes two real engines and runs through the loop."""
 
 from __future__ import annotations
@@ -60,11 +60,17 @@ def test_after_a_tool_result_or_without_tools_the_tuned_model_answers_alone():
     assert opens_turn(USER) and not opens_turn(AFTER_RESULT) and not opens_turn([])
 
 
-def test_each_sample_is_gated_on_its_own():
-    model, tuned, _ = _gated([[CALL, CALL]], [["None fits.", CALL]])
-    first, second = model.chat(USER, [CALCULATOR], n=2, temperature=1.0, seed=3)
-    assert first.text == "None fits." and second.text == CALL
+def test_with_n_samples_the_base_decides_once_greedy():
+    model, tuned, base = _gated([[CALL, "It is 5."], [CALL, OTHER_CALL]], ["None fits.", CALL])
+    replies = model.chat(USER, [CALCULATOR], n=2, temperature=1.0, seed=3)
+    assert [c.text for c in replies] == ["None fits.", "None fits."]  # the base declined: for every sample
     assert tuned.requests[0]["n"] == 2 and tuned.requests[0]["seed"] == 3  # the caller's settings, unchanged
+    assert base.requests[0]["n"] == 1 and base.requests[0]["temperature"] == 0.0 and base.requests[0]["seed"] is None
+    replies = model.chat(USER, [CALCULATOR], n=2, temperature=1.0, seed=4)
+    assert [c.text for c in replies] == [CALL, OTHER_CALL]  # the base called: the tuned model's samples
+    alone = FakeChatModel(script=[[CALL, OTHER_CALL]]).chat(USER, [CALCULATOR], n=2)
+    base_cost = FakeChatModel(script=[CALL]).chat(USER, [CALCULATOR])[0].usage
+    assert replies[0].usage == alone[0].usage + base_cost and replies[1].usage == alone[1].usage  # counted once
 
 
 def test_name_identity_and_refusals():

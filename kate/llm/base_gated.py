@@ -4,14 +4,18 @@ two others (modules compose by wrapping, as DSPy's do).
 A model tuned to answer after tool results (the GRPO-answers adapter) also learned to call where
 no tool is due; its base model still declines there. ``BaseGated(tuned, base).chat(...)`` asks:
 
-* at the start of a user turn (the last message is the user's) with tools offered: both models,
-  at once (two threads: two local engines decode side by side). Per sample, the base's reply is
-  kept where it makes no call and is not a malformed call (the base declines: no tool is due);
-  otherwise the tuned model's reply (which may itself decline). So a no-call is kept wherever
-  either model declines, and every call made is the tuned model's.
-* anywhere else (after a tool result, with no tools, a prefilled answer): the tuned model alone.
+* at the start of a user turn (the last message is the user's) with tools offered: the tuned model
+  for its ``n`` samples and the base model for one greedy reply, at once (two threads: two local
+  engines decode side by side). Where the base's reply makes no call and is not a malformed call
+  (the base declines: no tool is due), that reply is returned ``n`` times; otherwise the tuned
+  model's samples (each of which may itself decline). So a no-call stands wherever either model
+  declines, every call made is the tuned model's, and the base's decision does not depend on the
+  sampling temperature (one greedy reply, whatever ``n``).
+* anywhere else (after a tool result, with no tools): the tuned model alone.
 
-Usage of a gated step is both replies' (each was computed). Nothing here evaluates model output.
+Usage: the first returned reply carries the base's tokens as well as its own; the other replies
+their own, so summed over the replies, each computed token is counted once. Nothing here
+evaluates model output.
 """
 
 from __future__ import annotations
@@ -32,13 +36,11 @@ def declines(reply: Completion) -> bool:
     return not reply.tool_calls and reply.parse_error is None
 
 
-def gate_replies(tuned: list[Completion], base: list[Completion]) -> list[Completion]:
-    """Per sample: the base's reply where it declines, else the tuned model's; usage of both."""
-    out = []
-    for mine, other in zip(tuned, base):
-        chosen = other if declines(other) else mine
-        out.append(replace(chosen, usage=mine.usage + other.usage))
-    return out
+def gate_replies(tuned: list[Completion], base: Completion) -> list[Completion]:
+    """The base's reply (once per sample) where it declines, else the tuned model's samples; the first
+    carries the base's usage too."""
+    out = [replace(base, usage=t.usage) for t in tuned] if declines(base) else list(tuned)
+    return [replace(out[0], usage=out[0].usage + base.usage), *out[1:]]
 
 
 class BaseGated:
@@ -90,7 +92,8 @@ class BaseGated:
         kwargs = dict(n=n, temperature=temperature, max_tokens=max_tokens, **options)
         if not tools or not opens_turn(messages):
             return self.model.chat(messages, tools, **kwargs)
+        greedy = {k: v for k, v in options.items() if k not in ("seed", "top_p")}
         with ThreadPoolExecutor(2) as pool:
             tuned = pool.submit(self.model.chat, messages, tools, **kwargs)
-            base = pool.submit(self.base.chat, messages, tools, **kwargs)
-            return gate_replies(tuned.result(), base.result())
+            base = pool.submit(self.base.chat, messages, tools, n=1, temperature=0.0, max_tokens=max_tokens, **greedy)
+            return gate_replies(tuned.result(), base.result()[0])
