@@ -1,20 +1,21 @@
 """The base-gated adapter (conf/arm/grpo_gated.yaml, kate/llm/base_gated.py) replayed from two greedy runs,
-and checked against its real run where one exists.
+and checked against its real runs where they exist.
 
 A single-turn BFCL entry is one step, so what the gated arm would do is read off two runs on the same
 entries: the base model's (``direct``) and the adapter's alone (``grpo_answers``). Where the base's reply
-declines to call (no call and no malformed one, the rule of ``kate.llm.base_gated.declines``) the gated arm keeps it,
-else it keeps the adapter's. The replay scores the kept reply as its own run scored it. Where the real
-gated arm ran too, each entry's replayed verdict is compared with the real one: greedy outputs shift
-with batch composition (#39's known numerics), so the two can differ, and the share that agree says how
-far a replayed figure can be trusted. Per split and category: n, right counts of base / adapter /
-replayed gate (/ real gate), fixed and broken against the base with the exact sign test.
+declines to call, the gated arm keeps it, else it keeps the adapter's; the replay scores the kept reply as
+its own run scored it. Both rules for a malformed call of the base (``llm.base_malformed``) are replayed:
+``keep`` (kept, a reply with no call, as BFCL scores it) and ``tuned`` (an attempt: the adapter's reply).
+Where a real gated run exists, each entry's replayed verdict is compared with the real one: greedy
+outputs shift with batch composition (#39's known numerics), so the two can differ, and the share that
+agree says how far a replayed figure can be trusted. Per split, rule and category: n, right counts of
+base / adapter / replayed gate (/ real gate), fixed and broken against the base with the exact sign test.
 
     .venv/bin/python bench/base_gate_replay.py        # writes bench/results/base_gate_replay.json
 
-Training half: base = bench/tool_prompt.py's direct run, adapter and real gate = bench/train_half_arms.py
-(--arms grpo_answers, grpo_gated). Test half: bench/full.py's direct, grpo_answers and grpo_gated runs,
-over the entries that both the base and the adapter ran.
+Training half: base = bench/tool_prompt.py's direct run, adapter and the real ``tuned`` gate =
+bench/train_half_arms.py (--arms grpo_answers, grpo_gated_tuned). Test half: bench/full.py's direct,
+grpo_answers and grpo_gated (``keep``) runs, over the entries that both the base and the adapter ran.
 """
 
 from __future__ import annotations
@@ -29,8 +30,10 @@ from kate.io import atomic_write_json
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNS = ROOT / "bench" / "runs"
-SPLITS = {"train": (RUNS / "tool_prompt" / "direct", RUNS / "train_half" / "grpo_answers", RUNS / "train_half" / "grpo_gated"),
-          "test": (RUNS / "full" / "direct", RUNS / "full" / "grpo_answers", RUNS / "full" / "grpo_gated")}  # fmt: skip
+# split -> base run, adapter run, {rule: the real gated run}
+SPLITS = {"train": (RUNS / "tool_prompt" / "direct", RUNS / "train_half" / "grpo_answers",
+                    {"tuned": RUNS / "train_half" / "grpo_gated_tuned"}),
+          "test": (RUNS / "full" / "direct", RUNS / "full" / "grpo_answers", {"keep": RUNS / "full" / "grpo_gated"})}
 OUT = ROOT / "bench" / "results" / "base_gate_replay.json"
 
 
@@ -40,16 +43,19 @@ def records(folder: Path) -> dict[str, dict]:
     return {r["id"]: r for r in load_run(folder / "seed_0")[1] if r["category"] in SINGLE_TURN}
 
 
-def base_declined(record: dict) -> bool:
-    """The base's reply declined to call: no call and no malformed one (``declines``' rule on the record)."""
-    return not record.get("calls") and record.get("parse_error") is None
+RULES = ("keep", "tuned")  # kate.llm.base_gated.BASE_MALFORMED
 
 
-def replay(base: dict[str, dict], adapter: dict[str, dict], real: dict[str, dict]) -> dict:
+def base_declined(record: dict, rule: str) -> bool:
+    """The base's reply declined to call (``kate.llm.base_gated.declines``' rule, on the record)."""
+    return not record.get("calls") and (rule == "keep" or record.get("parse_error") is None)
+
+
+def replay(base: dict[str, dict], adapter: dict[str, dict], real: dict[str, dict], rule: str) -> dict:
     cells: dict[str, dict] = {}
     for i in sorted(set(base) & set(adapter)):
         b, a = base[i], adapter[i]
-        kept = b if base_declined(b) else a
+        kept = b if base_declined(b, rule) else a
         g, d = bool(kept["valid"]), bool(b["valid"])
         cell = cells.setdefault(b["category"], {"n": 0, "base": 0, "adapter": 0, "gate": 0, "fixed": 0, "broken": 0,
                                                  "base_declined": 0, "real_n": 0, "real": 0, "real_agrees": 0})
@@ -81,16 +87,18 @@ def totals(cells: dict[str, dict]) -> dict:
 
 def main() -> None:
     out = {"what": __doc__.split("\n\n")[0], "command": ".venv/bin/python bench/base_gate_replay.py", "splits": {}}
-    for split, (base_dir, adapter_dir, real_dir) in SPLITS.items():
+    for split, (base_dir, adapter_dir, real_dirs) in SPLITS.items():
         base, adapter = records(base_dir), records(adapter_dir)
         if not (base and adapter):
             continue
-        cells = replay(base, adapter, records(real_dir))
-        out["splits"][split] = {"runs": {k: str(v.relative_to(ROOT)) for k, v in
-                                         zip(("base", "adapter", "real_gate"), (base_dir, adapter_dir, real_dir))},
-                                "total": totals(cells), "per_category": cells}  # fmt: skip
+        runs = {"base": base_dir, "adapter": adapter_dir, **{f"real_{r}": d for r, d in real_dirs.items()}}
+        out["splits"][split] = {"runs": {k: str(d.relative_to(ROOT)) for k, d in runs.items()}}
+        for rule in RULES:
+            real = records(real_dirs[rule]) if rule in real_dirs else {}
+            cells = replay(base, adapter, real, rule)
+            out["splits"][split][rule] = {"total": totals(cells), "per_category": cells}
     atomic_write_json(OUT, out)
-    print(json.dumps({s: v["total"] for s, v in out["splits"].items()}, indent=1))
+    print(json.dumps({s: {r: v[r]["total"] for r in RULES} for s, v in out["splits"].items()}, indent=1))
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ What ran (each arm's own ``command`` in the results file):
     .venv/bin/python bench/train_half_arms.py --arms brief_route32,brief_route16,brief_fits32 \
         --categories simple_python,multiple,irrelevance --limit 8
     .venv/bin/python bench/train_half_arms.py --arms grpo_answers        # direct on the GRPO-answers adapter
+    .venv/bin/python bench/train_half_arms.py --arms grpo_gated_tuned    # the base gate (its first rule)
 
 An invocation adds its arms to the results file and keeps the others there; ``--report-only`` renews
 the named arms' figures from their records.
@@ -41,13 +42,15 @@ from kate.io import atomic_write_json
 ROOT = Path(__file__).resolve().parents[1]
 RUNS, RESULTS = ROOT / "bench" / "runs" / "train_half", ROOT / "bench" / "results"
 DIRECT = ROOT / "bench" / "runs" / "tool_prompt" / "direct"  # bench/tool_prompt.py's direct run: the baseline
-# adapter arms: an arm of conf/arm/ on a committed LoRA adapter (llama.cpp), as bench/full.py runs them
-ADAPTER_ARMS = {"grpo_answers": ("direct", "bench/runs/train/grpo_answers/final/adapter.gguf")}
+# arms made of an arm of conf/arm/ and overrides: a committed LoRA adapter (llama.cpp) as bench/full.py runs
+# them; the base gate with the base's malformed call left to the adapter (the rule first run)
+EXTRA_ARMS = {"grpo_answers": ("direct", ["llm.lora=bench/runs/train/grpo_answers/final/adapter.gguf"]),
+              "grpo_gated_tuned": ("grpo_gated", ["llm.base_malformed=tuned"])}  # fmt: skip
 
 
 def run_arm(arm: str, limit: int, categories: list[str]) -> None:
-    conf_arm, lora = ADAPTER_ARMS.get(arm, (arm, None))
-    overrides = [f"arm={conf_arm}", *([f"llm.lora={lora}"] if lora else []), "llm.max_parallel=8", f"categories=[{','.join(categories)}]", "split=train",
+    conf_arm, extra = EXTRA_ARMS.get(arm, (arm, []))
+    overrides = [f"arm={conf_arm}", *extra, "llm.max_parallel=8", f"categories=[{','.join(categories)}]", "split=train",
                  f"limit={limit}", "seeds=[0]", f"workers={IN_FLIGHT}", f"name={arm}",
                  f"out_dir={RUNS / arm}"]  # fmt: skip
     with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
@@ -117,7 +120,7 @@ def report(arms: list[str], limit: int, categories: list[str], notes: dict[str, 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--arms", default="brief32",
-                        help=f"comma-separated arms of conf/arm/ or adapter arms ({', '.join(ADAPTER_ARMS)})")
+                        help=f"comma-separated arms of conf/arm/ or of EXTRA_ARMS ({', '.join(EXTRA_ARMS)})")
     parser.add_argument("--limit", type=int, default=12, help="training-half entries per category (direct's: 12)")
     parser.add_argument("--categories", default=",".join(SINGLE_TURN),
                         help="comma-separated categories (default: every single-turn one)")

@@ -1,6 +1,6 @@
 """An adapter gated by its base model (kate/llm/base_gated.py): at a turn's start with tools offered
-both are asked and the base's reply is kept where it declines to call (not where it writes a
-malformed call), else the tuned model's; after a tool result or with no tools the tuned model
+both are asked and the base's reply is kept where it declines to call (a malformed call of the base
+kept too, or left to the tuned model, as configured), else the tuned model's; after a tool result or with no tools the tuned model
 answers alone; with n samples the base decides once, greedy; each token counted once; the name and identity say what ran; a
 non-model is refused; the llama.cpp config makes two real engines and runs through the loop."""
 
@@ -10,6 +10,7 @@ import pytest
 
 from kate.llm.base import ChatModel
 from kate.llm.base_gated import BaseGated, declines, opens_turn
+from kate.llm.base_gated_llamacpp import base_gated_llamacpp  # at import: the client's signature unpatched
 from kate.llm.fake import FakeChatModel
 from kate.llm.identity import model_identity
 
@@ -45,11 +46,17 @@ def test_where_the_base_calls_the_tuned_reply_is_kept_call_or_not():
     assert c.text == "It is 5." and not c.tool_calls  # the tuned model declined: kept
 
 
-def test_a_malformed_base_call_is_an_attempt_not_a_decline():
+def test_a_malformed_base_call_is_kept_or_left_to_the_tuned_model_as_configured():
     model, _, _ = _gated([CALL], [MALFORMED])
     [c] = model.chat(USER, [CALCULATOR])
-    assert c.text == CALL
-    assert not declines(FakeChatModel(script=[MALFORMED]).chat(USER, [CALCULATOR])[0])
+    assert c.text == MALFORMED and c.parse_error is not None  # keep: a reply with no call, as BFCL scores it
+    model = BaseGated(FakeChatModel(script=[CALL]), FakeChatModel(script=[MALFORMED]), base_malformed="tuned")
+    [c] = model.chat(USER, [CALCULATOR])
+    assert c.text == CALL  # tuned: the base's malformed call is an attempt
+    malformed = FakeChatModel(script=[MALFORMED]).chat(USER, [CALCULATOR])[0]
+    assert declines(malformed) and not declines(malformed, "tuned")
+    with pytest.raises(ValueError, match="base_malformed"):
+        BaseGated(FakeChatModel(script=["x"]), FakeChatModel(script=["y"]), base_malformed="maybe")
 
 
 def test_after_a_tool_result_or_without_tools_the_tuned_model_answers_alone():
@@ -58,6 +65,25 @@ def test_after_a_tool_result_or_without_tools_the_tuned_model_answers_alone():
     assert model.chat(USER, None)[0].text == "Hi."
     assert len(tuned.requests) == 2 and base.requests == []
     assert opens_turn(USER) and not opens_turn(AFTER_RESULT) and not opens_turn([])
+
+
+def test_the_loop_feedback_on_a_kept_malformed_call_goes_to_the_tuned_model():
+    from kate.agent import Policy
+    from kate.envs import PythonFunctionsEnv
+
+    def calculator(expression: str) -> str:
+        """Evaluate an arithmetic expression."""
+        return "5"
+
+    model, tuned, base = _gated([CALL, CALL, "It is 5."], [MALFORMED])  # the first CALL: asked beside the base
+    turn = Policy(model).run_dialogue(PythonFunctionsEnv([calculator]), ["What is 2 + 3?"]).turns[0]
+    assert len(base.requests) == 1  # asked once: at the request, not after kate's note on its malformed call
+    assert turn.steps[0].parse_error is not None  # the base's malformed call, kept
+    assert [c.name for c in turn.calls] == ["calculator"] and turn.answer == "It is 5."
+    note = tuned.requests[1]["messages"]
+    assert note[-2]["role"] == "assistant" and note[-1]["role"] == "user" and not opens_turn(note)
+    later_turn = [*note, {"role": "assistant", "content": "It is 5."}, {"role": "user", "content": "And 3 + 4?"}]
+    assert opens_turn(later_turn)  # a new request after an answer is gated again
 
 
 def test_with_n_samples_the_base_decides_once_greedy():
@@ -80,8 +106,6 @@ def test_name_identity_and_refusals():
     assert BaseGated(FakeChatModel(script=["x"]), FakeChatModel(script=["y"]), name="mine").name == "mine"
     with pytest.raises(TypeError, match="base must be a chat model"):
         BaseGated(FakeChatModel(script=["x"]), "not a model")
-    from kate.llm.base_gated_llamacpp import base_gated_llamacpp
-
     with pytest.raises(ValueError, match="needs llm.lora"):
         base_gated_llamacpp("qwen2.5-coder-0.5b-instruct-q4_k_m")
 

@@ -115,6 +115,8 @@ class BaseGatedSchema(LlamaCppSchema):
 
     _target_: str = help_field("the client maker: a llama.cpp client on an adapter, gated by the base model",
                                "kate.llm.base_gated_llamacpp.base_gated_llamacpp")
+    base_malformed: str = unset("a malformed call of the base at a turn's start: keep (a reply with no call, kept) | "
+                                "tuned (an attempt: the adapter's reply); default keep")
 
 
 # option of conf/llm/ -> its schema (stored as llm/<option>_schema); the class each one types

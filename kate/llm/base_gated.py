@@ -4,14 +4,18 @@ two others (modules compose by wrapping, as DSPy's do).
 A model tuned to answer after tool results (the GRPO-answers adapter) also learned to call where
 no tool is due; its base model still declines there. ``BaseGated(tuned, base).chat(...)`` asks:
 
-* at the start of a user turn (the last message is the user's) with tools offered: the tuned model
-  for its ``n`` samples and the base model for one greedy reply, at once (two threads: two local
-  engines decode side by side). Where the base's reply makes no call and is not a malformed call
-  (the base declines: no tool is due), that reply is returned ``n`` times; otherwise the tuned
-  model's samples (each of which may itself decline). So a no-call stands wherever either model
-  declines, every call made is the tuned model's, and the base's decision does not depend on the
-  sampling temperature (one greedy reply, whatever ``n``).
-* anywhere else (after a tool result, with no tools): the tuned model alone.
+* at the first step of a user request with tools offered (the last message is the user's, and not
+  a loop's feedback on an unreadable reply, such as kate's note after a malformed call): the tuned
+  model for its ``n`` samples and the base model for one greedy reply, at once (two threads: two
+  local engines decode side by side). Where the base's reply makes no call (it declines: no tool
+  is due), that reply is returned ``n`` times; otherwise the tuned model's samples (each of which
+  may itself decline). So a no-call stands wherever either model declines, every call made is the
+  tuned model's, and the base's decision does not depend on the temperature.
+* anywhere else (after a tool result or such feedback, with no tools): the tuned model alone.
+
+``base_malformed`` says what a malformed call of the base is: ``keep`` (a reply with no readable
+call, kept, as BFCL scores it; a loop then shows the model its error, and the tuned model tries
+again) or ``tuned`` (an attempt to call: the tuned model's samples at once).
 
 Usage: the first returned reply carries the base's tokens as well as its own; the other replies
 their own, so summed over the replies, each computed token is counted once. Nothing here
@@ -24,22 +28,32 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import Any
 
-from kate.llm.base import ChatModel, Completion, Message, ToolSchema, check_sampling_args
+from kate.llm.base import ChatModel, Completion, Message, ToolSchema, check_sampling_args, completion_from_text
 
-def opens_turn(messages: list[Message]) -> bool:
-    """Whether the model is asked for the first step of a user turn: the last message is the user's."""
-    return bool(messages) and messages[-1].get("role") == "user"
+def opens_turn(messages: list[Message], formats: tuple[str, ...] = ("hermes", "json")) -> bool:
+    """Whether the model is asked for the first step of a user request: the last message is the user's,
+    and not feedback on an unreadable reply (the assistant message before it holds no malformed call)."""
+    if not messages or messages[-1].get("role") != "user":
+        return False
+    before = messages[-2] if len(messages) > 1 else {}
+    if before.get("role") != "assistant" or before.get("tool_calls"):
+        return True
+    return completion_from_text(str(before.get("content") or ""), formats=formats).parse_error is None
 
 
-def declines(reply: Completion) -> bool:
-    """A reply that makes no call and did not try to (a malformed call is an attempt)."""
-    return not reply.tool_calls and reply.parse_error is None
+BASE_MALFORMED = ("keep", "tuned")
 
 
-def gate_replies(tuned: list[Completion], base: Completion) -> list[Completion]:
+def declines(reply: Completion, base_malformed: str = "keep") -> bool:
+    """A reply that makes no call; with ``base_malformed="tuned"`` also one that did not try to (no
+    malformed call)."""
+    return not reply.tool_calls and (base_malformed == "keep" or reply.parse_error is None)
+
+
+def gate_replies(tuned: list[Completion], base: Completion, base_malformed: str = "keep") -> list[Completion]:
     """The base's reply (once per sample) where it declines, else the tuned model's samples; the first
     carries the base's usage too."""
-    out = [replace(base, usage=t.usage) for t in tuned] if declines(base) else list(tuned)
+    out = [replace(base, usage=t.usage) for t in tuned] if declines(base, base_malformed) else list(tuned)
     return [replace(out[0], usage=out[0].usage + base.usage), *out[1:]]
 
 
@@ -47,7 +61,11 @@ class BaseGated:
     """``tuned``'s replies, except that at a turn's start a reply of ``base`` that declines to call
     is kept (see the module's docstring). ``name``: null gives ``<tuned name>+base-gate``."""
 
-    def __init__(self, tuned: ChatModel, base: ChatModel, *, name: str | None = None) -> None:
+    def __init__(self, tuned: ChatModel, base: ChatModel, *, base_malformed: str = "keep",
+                 name: str | None = None) -> None:  # fmt: skip
+        if base_malformed not in BASE_MALFORMED:
+            raise ValueError(f"base_malformed must be one of {BASE_MALFORMED}, got {base_malformed!r}")
+        self.base_malformed = base_malformed
         for role, model in (("tuned", tuned), ("base", base)):
             if not callable(getattr(model, "chat", None)):
                 raise TypeError(f"BaseGated: {role} must be a chat model (a chat() method), got {model!r}")
@@ -65,7 +83,7 @@ class BaseGated:
     def runtime(self) -> dict[str, Any]:
         own = getattr(self.model, "runtime", None)
         info = dict(own()) if callable(own) else {}
-        info["base_gate"] = {"base": getattr(self.base, "name", repr(self.base))}
+        info["base_gate"] = {"base": getattr(self.base, "name", repr(self.base)), "base_malformed": self.base_malformed}
         return info
 
     def close(self) -> None:
@@ -90,10 +108,10 @@ class BaseGated:
         """``n`` replies: gated at a turn's start with tools offered, the tuned model's elsewhere."""
         check_sampling_args(n, temperature, max_tokens)
         kwargs = dict(n=n, temperature=temperature, max_tokens=max_tokens, **options)
-        if not tools or not opens_turn(messages):
+        if not tools or not opens_turn(messages, self.formats):
             return self.model.chat(messages, tools, **kwargs)
         greedy = {k: v for k, v in options.items() if k not in ("seed", "top_p")}
         with ThreadPoolExecutor(2) as pool:
             tuned = pool.submit(self.model.chat, messages, tools, **kwargs)
             base = pool.submit(self.base.chat, messages, tools, n=1, temperature=0.0, max_tokens=max_tokens, **greedy)
-            return gate_replies(tuned.result(), base.result()[0])
+            return gate_replies(tuned.result(), base.result()[0], self.base_malformed)
