@@ -1,8 +1,9 @@
-"""An adapter gated by its base model (kate/llm/base_gated.py): at a turn's start with tools offered
-both are asked and the base's reply is kept where it declines to call (a malformed call of the base
-kept too, or left to the tuned model, as configured), else the tuned model's; after a tool result or with no tools the tuned model
-answers alone; with n samples the base decides once, greedy; each token counted once; the name and identity say what ran; a
-non-model is refused; the llama.cpp config makes two real engines and runs through the loop."""
+"""An adapter gated by its base model (kate/llm/base_gated.py): at a request's first step with tools
+offered both are asked and the base's reply is kept where it declines to call (its malformed call
+kept too, or left to the tuned model, as configured), else the tuned model's; after a tool result,
+after the loop's note on an unreadable reply, or with no tools the tuned model answers alone; with n
+samples the base decides once, greedy; each token counted once; the name and identity say what ran;
+bad settings are refused; two real engines run a turn through the loop."""
 
 from __future__ import annotations
 

@@ -30,6 +30,7 @@ from typing import Any
 
 from kate.llm.base import ChatModel, Completion, Message, ToolSchema, check_sampling_args, completion_from_text
 
+
 def opens_turn(messages: list[Message], formats: tuple[str, ...] = ("hermes", "json")) -> bool:
     """Whether the model is asked for the first step of a user request: the last message is the user's,
     and not feedback on an unreadable reply (the assistant message before it holds no malformed call)."""
@@ -83,7 +84,8 @@ class BaseGated:
     def runtime(self) -> dict[str, Any]:
         own = getattr(self.model, "runtime", None)
         info = dict(own()) if callable(own) else {}
-        info["base_gate"] = {"base": getattr(self.base, "name", repr(self.base)), "base_malformed": self.base_malformed}
+        base = getattr(self.base, "name", repr(self.base))
+        info["base_gate"] = {"base": base, "base_malformed": self.base_malformed}
         return info
 
     def close(self) -> None:
