@@ -1,6 +1,6 @@
 """Adapters kate ships (kate/llm/adapters.py): a name resolves to the verified file; a file that does not
 match its pinned hash, a missing one, or a base it was not trained on is refused, the file named; the
-llama.cpp client takes the name and records the adapter's hash."""
+llama.cpp client takes the name and records the adapter's hash; the default model is that adapter gated by its base."""
 
 from __future__ import annotations
 
@@ -52,5 +52,21 @@ def test_the_llama_cpp_client_takes_the_name(tmp_path):
     try:
         assert model_identity(model)["lora_sha256"] == ADAPTERS[NAME].sha256
         assert model.name.endswith(f"+lora-{ADAPTERS[NAME].sha256[:12]}")
+    finally:
+        model.close()
+
+
+@pytest.mark.model
+def test_the_default_model_is_the_shipped_adapter_gated_by_its_base():
+    from kate.llm.base_gated import BaseGated
+    from kate.llm.default import DEFAULT_ADAPTER, default_model
+    from kate.llm.identity import model_identity
+    from kate.llm.registry import DEFAULT_AGENT_MODEL
+
+    model = default_model(n_ctx=1024, max_parallel=1)
+    try:
+        assert isinstance(model, BaseGated) and DEFAULT_ADAPTER == NAME
+        assert model_identity(model)["lora_sha256"] == ADAPTERS[NAME].sha256
+        assert model.base.name == DEFAULT_AGENT_MODEL and "prefill" in model.options  # the answering loop settings
     finally:
         model.close()

@@ -68,7 +68,7 @@ def test_after_a_tool_result_or_without_tools_the_tuned_model_answers_alone():
     assert opens_turn(USER) and not opens_turn(AFTER_RESULT) and not opens_turn([])
 
 
-def test_the_loop_feedback_on_a_kept_malformed_call_goes_to_the_tuned_model():
+def test_the_loop_feedback_on_a_kept_malformed_call_gets_the_tuned_samples_of_the_turn_start():
     from kate.agent import Policy
     from kate.envs import PythonFunctionsEnv
 
@@ -76,15 +76,30 @@ def test_the_loop_feedback_on_a_kept_malformed_call_goes_to_the_tuned_model():
         """Evaluate an arithmetic expression."""
         return "5"
 
-    model, tuned, base = _gated([CALL, CALL, "It is 5."], [MALFORMED])  # the first CALL: asked beside the base
+    model, tuned, base = _gated([CALL, "It is 5."], [MALFORMED])  # CALL: drawn beside the base, held
     turn = Policy(model).run_dialogue(PythonFunctionsEnv([calculator]), ["What is 2 + 3?"]).turns[0]
     assert len(base.requests) == 1  # asked once: at the request, not after kate's note on its malformed call
     assert turn.steps[0].parse_error is not None  # the base's malformed call, kept
+    assert turn.steps[1].text == CALL and turn.steps[1].usage.completion_tokens == 0  # held: counted at step 0
     assert [c.name for c in turn.calls] == ["calculator"] and turn.answer == "It is 5."
-    note = tuned.requests[1]["messages"]
-    assert note[-2]["role"] == "assistant" and note[-1]["role"] == "user" and not opens_turn(note)
+    assert len(tuned.requests) == 2 and tuned.requests[1]["messages"][-1]["role"] == "tool"  # never shown the note
+    note = [*USER, {"role": "assistant", "content": MALFORMED}, {"role": "user", "content": "Unreadable."}]
+    assert not opens_turn(note)
     later_turn = [*note, {"role": "assistant", "content": "It is 5."}, {"role": "user", "content": "And 3 + 4?"}]
     assert opens_turn(later_turn)  # a new request after an answer is gated again
+
+
+def test_feedback_on_a_reply_not_held_goes_to_the_tuned_model():
+    model, tuned, base = _gated([CALL, OTHER_CALL, CALL], [MALFORMED])
+    model.chat(USER, [CALCULATOR])  # the base's malformed call kept; CALL held for this turn start
+    other = [{"role": "user", "content": "What is 3 + 4?"}]
+    note = [{"role": "assistant", "content": MALFORMED}, {"role": "user", "content": "Unreadable."}]
+    assert model.chat([*other, *note], [CALCULATOR])[0].text == OTHER_CALL  # another turn: asked
+    assert model.chat([*USER, *note], [CALCULATOR], n=2, temperature=1.0)[0].text == CALL  # another n: asked
+    assert len(tuned.requests) == 3 and len(base.requests) == 1
+    tuned_rule = BaseGated(FakeChatModel(script=[CALL, "It is 5."]), FakeChatModel(script=[MALFORMED]),
+                           base_malformed="tuned")  # fmt: skip
+    assert tuned_rule.chat(USER, [CALCULATOR])[0].text == CALL and not tuned_rule._held  # nothing to hold
 
 
 def test_with_n_samples_the_base_decides_once_greedy():

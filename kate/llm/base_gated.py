@@ -14,8 +14,12 @@ no tool is due; its base model still declines there. ``BaseGated(tuned, base).ch
 * anywhere else (after a tool result or such feedback, with no tools): the tuned model alone.
 
 ``base_malformed`` says what a malformed call of the base is: ``keep`` (a reply with no readable
-call, kept, as BFCL scores it; a loop then shows the model its error, and the tuned model tries
-again) or ``tuned`` (an attempt to call: the tuned model's samples at once).
+call, kept, as BFCL scores it) or ``tuned`` (an attempt to call: the tuned model's samples at once).
+Under ``keep``, when a loop then sends the kept reply back with its feedback (kate's note on an
+unreadable reply), the step is the tuned model's samples for the turn's start, the ones drawn beside
+the base, not a reply to the note: the broken text is the base's, and the tuned model was never
+trained on such notes (shown one, the GRPO-answers adapter called another tool). They are kept for
+the last 64 kept replies; a reply sent back after that is answered by the tuned model as any other.
 
 Usage: the first returned reply carries the base's tokens as well as its own; the other replies
 their own, so summed over the replies, each computed token is counted once. Nothing here
@@ -24,11 +28,15 @@ evaluates model output.
 
 from __future__ import annotations
 
+import hashlib
+import json
+import threading
+from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import Any
 
-from kate.llm.base import ChatModel, Completion, Message, ToolSchema, check_sampling_args, completion_from_text
+from kate.llm.base import ChatModel, Completion, Message, ToolSchema, Usage, check_sampling_args, completion_from_text
 
 
 def opens_turn(messages: list[Message], formats: tuple[str, ...] = ("hermes", "json")) -> bool:
@@ -43,6 +51,13 @@ def opens_turn(messages: list[Message], formats: tuple[str, ...] = ("hermes", "j
 
 
 BASE_MALFORMED = ("keep", "tuned")
+KEPT_REPLIES = 64  # the last kept malformed replies whose tuned samples are held for the loop's retry
+
+
+def turn_key(messages: list[Message], tools: list[ToolSchema] | None, text: str) -> str:
+    """A digest of a turn's start (its messages and tools) and the reply kept there."""
+    blob = json.dumps([messages, tools, text], sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()
 
 
 def declines(reply: Completion, base_malformed: str = "keep") -> bool:
@@ -74,10 +89,12 @@ class BaseGated:
         self.base = base
         self.name = name if name is not None else f"{tuned.name}+base-gate"
         self.formats = tuple(getattr(tuned, "formats", ("hermes", "json")))
+        self._held: OrderedDict[str, list[Completion]] = OrderedDict()  # turn_key -> the tuned samples
+        self._lock = threading.Lock()
         self.options = tuple(o for o in getattr(tuned, "options", ()) if o in getattr(base, "options", ()))
 
     def __getattr__(self, item: str) -> Any:  # path, lora_sha256, tool_prompt: what identities and runs read
-        if item in ("model", "base"):
+        if item in ("model", "base", "_held", "_lock"):
             raise AttributeError(item)
         return getattr(self.model, item)
 
@@ -110,10 +127,33 @@ class BaseGated:
         """``n`` replies: gated at a turn's start with tools offered, the tuned model's elsewhere."""
         check_sampling_args(n, temperature, max_tokens)
         kwargs = dict(n=n, temperature=temperature, max_tokens=max_tokens, **options)
+        held = self._held_for(messages, tools, n)
+        if held is not None:
+            return held
         if not tools or not opens_turn(messages, self.formats):
             return self.model.chat(messages, tools, **kwargs)
         greedy = {k: v for k, v in options.items() if k not in ("seed", "top_p")}
         with ThreadPoolExecutor(2) as pool:
             tuned = pool.submit(self.model.chat, messages, tools, **kwargs)
             base = pool.submit(self.base.chat, messages, tools, n=1, temperature=0.0, max_tokens=max_tokens, **greedy)
-            return gate_replies(tuned.result(), base.result()[0], self.base_malformed)
+            tuned_replies, base_reply = tuned.result(), base.result()[0]
+        if self.base_malformed == "keep" and not base_reply.tool_calls and base_reply.parse_error is not None:
+            self._hold(turn_key(messages, tools, base_reply.text), tuned_replies)
+        return gate_replies(tuned_replies, base_reply, self.base_malformed)
+
+    def _hold(self, key: str, replies: list[Completion]) -> None:
+        """Keep the tuned samples of a turn whose kept reply is the base's malformed call (no tokens
+        counted again when they are returned: they were counted when drawn)."""
+        with self._lock:
+            self._held[key] = [replace(c, usage=Usage()) for c in replies]
+            while len(self._held) > KEPT_REPLIES:
+                self._held.popitem(last=False)
+
+    def _held_for(self, messages: list[Message], tools: list[ToolSchema] | None, n: int) -> list[Completion] | None:
+        """The held samples when ``messages`` send a kept malformed reply back with feedback on it."""
+        if len(messages) < 3 or messages[-1].get("role") != "user" or messages[-2].get("role") != "assistant":
+            return None
+        key = turn_key(messages[:-2], tools, str(messages[-2].get("content") or ""))
+        with self._lock:
+            held = self._held.pop(key, None)
+        return held if held is not None and len(held) == n else None
