@@ -3,8 +3,8 @@ and checked against its real runs where they exist.
 
 A single-turn BFCL entry is one step, so what the gated arm would do is read off two runs on the same
 entries: the base model's (``direct``) and the adapter's alone (``grpo_answers``). Where the base's reply
-declines to call, the gated arm keeps it, else it keeps the adapter's; the replay scores the kept reply as
-its own run scored it. Both rules for a malformed call of the base (``llm.base_malformed``) are replayed:
+declines to call, the gated arm keeps it, else it keeps the adapter's if that calls (or tries to), and the
+base's call if the adapter answered instead; the replay scores the kept reply as its own run scored it. Both rules for a malformed call of the base (``llm.base_malformed``) are replayed:
 ``keep`` (kept, a reply with no call, as BFCL scores it) and ``tuned`` (an attempt: the adapter's reply).
 Where a real gated run exists, each entry's replayed verdict is compared with the real one: greedy
 outputs shift with batch composition (#39's known numerics), so the two can differ, and the share that
@@ -51,21 +51,28 @@ def base_declined(record: dict, rule: str) -> bool:
     return not record.get("calls") and (rule == "keep" or record.get("parse_error") is None)
 
 
+def attempts_call(record: dict) -> bool:
+    """The reply calls, or tries to (``kate.llm.base_gated.attempts_call``, on the record)."""
+    return bool(record.get("calls")) or record.get("parse_error") is not None
+
+
 def replay(base: dict[str, dict], adapter: dict[str, dict], real: dict[str, dict], rule: str) -> dict:
     cells: dict[str, dict] = {}
     for i in sorted(set(base) & set(adapter)):
         b, a = base[i], adapter[i]
-        kept = b if base_declined(b, rule) else a
+        kept = b if base_declined(b, rule) or not attempts_call(a) else a
         g, d = bool(kept["valid"]), bool(b["valid"])
         cell = cells.setdefault(b["category"], {"n": 0, "base": 0, "adapter": 0, "gate": 0, "fixed": 0, "broken": 0,
-                                                 "base_declined": 0, "real_n": 0, "real": 0, "real_agrees": 0})
+                                                 "base_declined": 0, "adapter_answered": 0, "real_n": 0, "real": 0,
+                                                 "real_agrees": 0})
         cell["n"] += 1
         cell["base"] += d
         cell["adapter"] += bool(a["valid"])
         cell["gate"] += g
         cell["fixed"] += g and not d
         cell["broken"] += d and not g
-        cell["base_declined"] += kept is b
+        cell["base_declined"] += base_declined(b, rule)
+        cell["adapter_answered"] += not base_declined(b, rule) and not attempts_call(a)
         if i in real:
             cell["real_n"] += 1
             cell["real"] += bool(real[i]["valid"])
@@ -76,7 +83,8 @@ def replay(base: dict[str, dict], adapter: dict[str, dict], real: dict[str, dict
 
 
 def totals(cells: dict[str, dict]) -> dict:
-    keys = ("n", "base", "adapter", "gate", "fixed", "broken", "base_declined", "real_n", "real", "real_agrees")
+    keys = ("n", "base", "adapter", "gate", "fixed", "broken", "base_declined", "adapter_answered", "real_n", "real",
+            "real_agrees")
     out = {k: sum(c[k] for c in cells.values()) for k in keys}
     out["sign_test_p"] = float(f"{sign_test(out['fixed'], out['broken']):.3g}")
     mean = lambda key: round(100 * sum(c[key] / c["n"] for c in cells.values()) / len(cells), 1) if cells else None

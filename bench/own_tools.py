@@ -18,8 +18,9 @@ with kate eval's loop settings except ``max_steps=4`` (see ``kate.eval.own_tools
   what the turn-end options add to training (the trained model answers by itself more often).
 * ``grpo_answer``: ``direct_answer`` on the GRPO adapter (GRPO after that SFT); ``sft_direct``: the SFT
   adapter without the turn-end options.
-* ``grpo_gated_direct`` / ``grpo_gated_answer``: the GRPO-answers adapter with its base model's decision not
-  to call kept at a turn's start (conf/arm/grpo_gated.yaml), without / with the turn-end options.
+* ``grpo_gated_answer``: the GRPO-answers adapter with its base model deciding whether to call at a turn's
+  start (conf/arm/grpo_gated.yaml), with the turn-end options; ``grpo_gated_tuned_answer``: the same with the
+  base's malformed call left to the adapter (``llm.base_malformed=tuned``).
 * ``st_answer``: ``direct_answer`` with ST knowledge from the train half (conf/arm/own_tools_st.yaml,
   built by ``bench/own_tools_kb.py``; on the train half each question's own example is excluded).
 

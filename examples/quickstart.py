@@ -3,10 +3,12 @@
     .venv/bin/python examples/quickstart.py
     .venv/bin/python examples/quickstart.py "How many days are there between 2024-01-01 and 2024-03-01?"
 
-The model is the default one that ``bash scripts/setup.sh`` installs (no hub, no key). A policy's
-default loop settings (``LoopSettings.answering()``) make the 0.5B model answer after its call: the
-first call of a reply counts, and a call that repeats or feeds back an earlier one is answered by
-asking the model for the answer, its reply starting "Based on the result, " (``kate/agent/turn_end.py``).
+The model is kate's default (``kate.llm.default``): the local 0.5B model that ``bash scripts/setup.sh``
+installs (no hub, no key) with the adapter kate ships for it, trained to answer after tool results,
+and the base model deciding at each question's start whether to call at all. A policy's default loop
+settings (``LoopSettings.answering()``) also make a model answer after its call: the first call of a
+reply counts, and a call that repeats or feeds back an earlier one is answered by asking the model
+for the answer, its reply starting "Based on the result, " (``kate/agent/turn_end.py``).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from datetime import date
 
 from kate.agent import Policy
 from kate.envs import PythonFunctionsEnv
-from kate.llm.llamacpp import LlamaCppChatModel
+from kate.llm.default import default_model
 
 
 def get_stock_price(symbol: str) -> float:
@@ -36,7 +38,7 @@ def word_count(text: str) -> int:
 
 def main(argv: list[str] | None = None) -> str | None:
     question = " ".join(sys.argv[1:] if argv is None else argv) or "What is the price of ACME stock?"
-    model = LlamaCppChatModel("qwen2.5-coder-0.5b-instruct-q4_k_m")
+    model = default_model()
     env = PythonFunctionsEnv([get_stock_price, days_between, word_count])
     turn = Policy(model).run_dialogue(env, [question]).turns[0]
     for call in turn.calls:

@@ -19,9 +19,8 @@ from kate.llm.registry import SMALL_TEST_MODEL
 # Options that load a model are pointed at the small one, to keep this fast.
 LIGHT = {"llamacpp": [f"llm.model={SMALL_TEST_MODEL}", "llm.n_ctx=1024"], "hf": [f"llm.model={SMALL_TEST_MODEL}"],
          "brief_reasoning": [f"llm.model={SMALL_TEST_MODEL}", "llm.n_ctx=1024"],
-         # the default model and the committed GRPO-answers adapter (the small model has none committed)
-         "base_gated": [f"llm.lora={CONF_DIR.parent / 'bench/runs/train/grpo_answers/final/adapter.gguf'}",
-                        "llm.n_ctx=1024", "llm.kv_cells=1024"]}
+         # the default model and the adapter kate ships for it (the small model has none)
+         "base_gated": ["llm.n_ctx=1024", "llm.kv_cells=1024"]}
 
 
 def _groups():

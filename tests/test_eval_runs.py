@@ -121,18 +121,22 @@ def test_kate_eval_records_what_determines_a_run_and_reports_seeds(tmp_path):
 
 
 def test_kate_main_compares_kate_with_direct_on_its_slice(tmp_path):
-    cfg = _compose("main", ["llm=fake", "max_steps=2", f"out_dir={tmp_path}", f"slice.categories={SLICE}"])
+    cfg = _compose("main", ["llm=fake", "llm@arms.adapter.llm=fake", "arms.adapter.llm.name=tuned", "max_steps=2",
+                            f"out_dir={tmp_path}", f"slice.categories={SLICE}"])  # fmt: skip
     summaries = run_main(cfg)
-    assert set(summaries) == {"direct", "kate"}
+    assert set(summaries) == {"direct", "kate", "adapter"}
     report = (tmp_path / "report.md").read_text()
     assert "**kate vs direct** on 3 common entries" in report and "multi_turn_base turns passed:" in report
+    assert "**adapter vs direct**" in report and "fake (direct), fake (kate), tuned (adapter)" in report
+    adapter_meta, _ = load_run(tmp_path / "adapter" / "seed_0")
+    assert adapter_meta["policy"]["model"]["name"] == "tuned"  # the arm's own model client
     kate_meta, kate_records = load_run(tmp_path / "kate" / "seed_0")
     assert kate_meta["policy"]["knowledge"]["single_turn"]["manifest"]["embedding"]["sha256"]  # the shipped base
     assert all(r["vote"]["method"] == "valid_majority" for r in kate_records if r["category"] != "multi_turn_base")
 
 
 def test_changing_one_arm_of_kate_main_keeps_the_other_arms_folders(tmp_path):
-    base = ["llm=fake", "max_steps=2", f"out_dir={tmp_path}",
+    base = ["llm=fake", "llm@arms.adapter.llm=fake", "max_steps=2", f"out_dir={tmp_path}",
             "slice.categories={simple_python: 0, multiple: 0, parallel: 0, live_simple: 0, multi_turn_base: 0, irrelevance: 1}"]
     run_main(_compose("main", base))
     direct = (tmp_path / "direct" / "seed_0" / "meta.json").read_text()

@@ -1,7 +1,9 @@
 """An adapter gated by its base model (kate/llm/base_gated.py): at a request's first step with tools
 offered both are asked and the base's reply is kept where it declines to call (its malformed call
-kept too, or left to the tuned model, as configured), else the tuned model's; after a tool result,
-after the loop's note on an unreadable reply, or with no tools the tuned model answers alone; with n
+kept too, or left to the tuned model, as configured), else the tuned model's calls, a tuned sample that
+declines giving way to the base's call; the loop's note on a kept
+malformed call gets the tuned samples held from the turn's start; after a tool result, after the
+loop's note on another unreadable reply, or with no tools the tuned model answers alone; with n
 samples the base decides once, greedy; each token counted once; the name and identity say what ran;
 bad settings are refused; two real engines run a turn through the loop."""
 
@@ -39,12 +41,16 @@ def test_the_base_declining_at_a_turn_start_is_kept():
     assert c.usage.completion_tokens == sum(u.completion_tokens for u in both)  # both replies were computed
 
 
-def test_where_the_base_calls_the_tuned_reply_is_kept_call_or_not():
-    model, _, _ = _gated([OTHER_CALL, "It is 5."], [CALL, CALL])
+def test_where_the_base_calls_the_tuned_call_is_kept_and_a_tuned_answer_gives_way_to_the_base_call():
+    model, _, _ = _gated([OTHER_CALL, "It is 5.", MALFORMED], [CALL, CALL, CALL])
     [c] = model.chat(USER, [CALCULATOR])
     assert c.text == OTHER_CALL and c.tool_calls[0].arguments == {"expression": "2+3"}
     [c] = model.chat(USER, [CALCULATOR])
-    assert c.text == "It is 5." and not c.tool_calls  # the tuned model declined: kept
+    assert c.text == CALL and c.tool_calls  # the tuned model answered where the base calls: the base's call
+    [c] = model.chat(USER, [CALCULATOR])
+    assert c.text == MALFORMED  # the tuned model tried to call: its attempt stands
+    model, _, _ = _gated([[OTHER_CALL, "It is 5."]], [CALL])
+    assert [c.text for c in model.chat(USER, [CALCULATOR], n=2, temperature=1.0)] == [OTHER_CALL, CALL]  # per sample
 
 
 def test_a_malformed_base_call_is_kept_or_left_to_the_tuned_model_as_configured():

@@ -126,6 +126,7 @@ class EvalConfig(LoopFields):
 class ArmConfig:
     sampling: Any = help_field("the arm's sampler (conf/sampling/)")
     knowledge: Optional[KnowledgeConfig] = help_field("the arm's knowledge; null: none", None)
+    llm: Optional[Any] = help_field("the arm's own model client (conf/llm/); null: the job's `llm`", None)
 
 
 @dataclass

@@ -1,4 +1,5 @@
-"""`kate main`: KATE against direct use on a fixed BFCL slice, then the comparison report.
+"""`kate main`: KATE and kate's default model (arm `adapter`) against direct use on a fixed BFCL slice, then
+the comparison report. An arm with its own `llm` node gets its own model client.
 
 Writes ``<out_dir>/<arm>/seed_<s>/`` result folders (resumable; each arm's fingerprint is its own,
 so changing one arm never refuses another's folder), ``<out_dir>/report.md`` (table with 95%
@@ -27,23 +28,35 @@ def run_main(cfg: DictConfig) -> dict[str, Any]:
     check_target(c["llm"], "llm")
     for name, arm in c["arms"].items():
         check_arm(arm["sampling"], arm.get("knowledge"), f"arms.{name}")
+        if arm.get("llm"):
+            check_target(arm["llm"], f"arms.{name}.llm")
     task = BFCLTask(select_entries(c["slice"]["categories"], c["slice"]["split"]), c["slice"]["split"])
-    model = instantiate(c["llm"])
     out_dir = Path(c["out_dir"])
     runs: dict[str, list[dict]] = {}
+    names: dict[str, str] = {}
     for name, arm in c["arms"].items():
-        policy = build_policy(model, arm["sampling"], arm.get("knowledge"), settings)
-        config = arm_config(c["llm"], arm["sampling"], arm.get("knowledge"), settings)
-        runs[name] = run_arm(name, task, policy, out_dir / name, seeds=[c["seed"]], config=config,
-                             workers=c["workers"])[c["seed"]]
+        llm = arm.get("llm") or c["llm"]
+        model = instantiate(llm)  # one arm's model at a time: an arm's own model is closed after it
+        try:
+            policy = build_policy(model, arm["sampling"], arm.get("knowledge"), settings)
+            config = arm_config(llm, arm["sampling"], arm.get("knowledge"), settings)
+            runs[name] = run_arm(name, task, policy, out_dir / name, seeds=[c["seed"]], config=config,
+                                 workers=c["workers"])[c["seed"]]
+            names[name] = model.name
+        finally:
+            close = getattr(model, "close", None)
+            if callable(close):
+                close()
+    shown = ", ".join(f"{model} ({arm})" for arm, model in names.items()) if len(set(names.values())) > 1 \
+        else next(iter(names.values()), "-")
     notes = [
-        f"Model: {model.name}. BFCL {c['slice']['split']} half, {len(task.items())} entries; seed {c['seed']}; "
+        f"Model: {shown}. BFCL {c['slice']['split']} half, {len(task.items())} entries; seed {c['seed']}; "
         f"max {settings.max_steps} steps per turn; repeat policy `{settings.repeat_policy}` for every arm.",
         "Accuracy % [95% Wilson interval]; multi-turn adds the mean fraction of turns passed before the "
         "first failure. Group rows are unweighted means of the categories run (their count shown); "
         "this is a slice, not a BFCL overall score.",
     ]
-    report = comparison_report(runs, "kate main job: KATE vs direct", notes)
+    report = comparison_report(runs, "kate main job: KATE and the default model against direct", notes)
     summaries = {name: summarize(records) for name, records in runs.items()}
     atomic_write_text(out_dir / "report.md", report + "\n")
     atomic_write_json(out_dir / "summary.json", summaries)

@@ -25,11 +25,9 @@ ARMS = {"direct": ("greedy", []), "w8v": ("width", []), "direct_answer": ("greed
         "sft_answers_answer": ("greedy", [*TURN_END, "+llm.lora=bench/runs/train/sft_answers/final/adapter.gguf"]),
         # GRPO from that adapter (bench/train_cpu.py --stages grpo_answers)
         "grpo_answers_direct": ("greedy", ["+llm.lora=bench/runs/train/grpo_answers/final/adapter.gguf"]),
-        # that adapter with its base model's decision not to call kept at a turn's start (conf/arm/grpo_gated.yaml);
-        # _tuned: the base's malformed call left to the adapter (the rule first run)
-        "grpo_gated_direct": ("greedy", ["arm=grpo_gated"]),
+        # that adapter with its base model deciding whether to call at a turn's start (conf/arm/grpo_gated.yaml),
+        # with the turn-end options (a policy's defaults); _tuned: the base's malformed call left to the adapter
         "grpo_gated_answer": ("greedy", [*TURN_END, "arm=grpo_gated"]),
-        "grpo_gated_tuned_direct": ("greedy", ["arm=grpo_gated", "llm.base_malformed=tuned"]),
         "grpo_gated_tuned_answer": ("greedy", [*TURN_END, "arm=grpo_gated", "llm.base_malformed=tuned"])}  # fmt: skip
 # under the benchmark folder (bench/): the default model's runs and results files
 RUNS = {"train": Path("runs/own_tools"), "test": Path("runs/own_tools/test")}

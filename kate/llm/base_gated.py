@@ -8,9 +8,11 @@ no tool is due; its base model still declines there. ``BaseGated(tuned, base).ch
   a loop's feedback on an unreadable reply, such as kate's note after a malformed call): the tuned
   model for its ``n`` samples and the base model for one greedy reply, at once (two threads: two
   local engines decode side by side). Where the base's reply makes no call (it declines: no tool
-  is due), that reply is returned ``n`` times; otherwise the tuned model's samples (each of which
-  may itself decline). So a no-call stands wherever either model declines, every call made is the
-  tuned model's, and the base's decision does not depend on the temperature.
+  is due), that reply is returned ``n`` times; otherwise the tuned model's samples, except that a
+  sample with no call (a plain answer, where the base would call) is replaced by the base's reply.
+  So whether to call is the base's decision, not dependent on the temperature, and what to call
+  is the tuned model's wherever it made a call. (The GRPO-answers adapter sometimes answers from
+  memory where a tool is due: "The price of ACME stock is $100.")
 * anywhere else (after a tool result or such feedback, with no tools): the tuned model alone.
 
 ``base_malformed`` says what a malformed call of the base is: ``keep`` (a reply with no readable
@@ -67,15 +69,22 @@ def declines(reply: Completion, base_malformed: str = "keep") -> bool:
 
 
 def gate_replies(tuned: list[Completion], base: Completion, base_malformed: str = "keep") -> list[Completion]:
-    """The base's reply (once per sample) where it declines, else the tuned model's samples; the first
-    carries the base's usage too."""
-    out = [replace(base, usage=t.usage) for t in tuned] if declines(base, base_malformed) else list(tuned)
+    """The base's reply (once per sample) where it declines, else the tuned model's samples, each one
+    that makes no call (nor a malformed one) replaced by the base's reply; the first reply carries the
+    base's usage too."""
+    base_decides = declines(base, base_malformed)
+    out = [replace(base, usage=t.usage) if base_decides or not attempts_call(t) else t for t in tuned]
     return [replace(out[0], usage=out[0].usage + base.usage), *out[1:]]
 
 
+def attempts_call(reply: Completion) -> bool:
+    """A reply that calls, or tries to (a malformed call)."""
+    return bool(reply.tool_calls) or reply.parse_error is not None
+
+
 class BaseGated:
-    """``tuned``'s replies, except that at a turn's start a reply of ``base`` that declines to call
-    is kept (see the module's docstring). ``name``: null gives ``<tuned name>+base-gate``."""
+    """``tuned``'s replies, except that at a turn's start ``base`` decides whether to call (see the
+    module's docstring). ``name``: null gives ``<tuned name>+base-gate``."""
 
     def __init__(self, tuned: ChatModel, base: ChatModel, *, base_malformed: str = "keep",
                  name: str | None = None) -> None:  # fmt: skip
