@@ -72,8 +72,8 @@ def gate_replies(tuned: list[Completion], base: Completion, base_malformed: str 
     """The base's reply (once per sample) where it declines, else the tuned model's samples, each one
     that makes no call (nor a malformed one) replaced by the base's reply; the first reply carries the
     base's usage too."""
-    base_decides = declines(base, base_malformed)
-    out = [replace(base, usage=t.usage) if base_decides or not attempts_call(t) else t for t in tuned]
+    base_declined = declines(base, base_malformed)
+    out = [replace(base, usage=t.usage) if base_declined or not attempts_call(t) else t for t in tuned]
     return [replace(out[0], usage=out[0].usage + base.usage), *out[1:]]
 
 

@@ -1,7 +1,7 @@
 """The model kate's defaults run: the default local model (``registry.DEFAULT_AGENT_MODEL``) with the
 adapter kate ships for it (``DEFAULT_ADAPTER``, trained to answer after tool results), gated by the
-base model at each turn's start (``kate.llm.base_gated``: where the base declines to call, no call is
-made). The Python API's ``default_model()``, ``kate serve``'s ``llm: base_gated`` and the quickstart
+base model at each turn's start (``kate.llm.base_gated``: the base decides whether to call, the adapter
+what to call). The Python API's ``default_model()``, ``kate serve``'s ``llm: base_gated`` and the quickstart
 are this one configuration; why it is the default, with its measurements: docs/training.md."""
 
 from __future__ import annotations
