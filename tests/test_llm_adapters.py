@@ -1,6 +1,7 @@
 """Adapters kate ships (kate/llm/adapters.py): a name resolves to the verified file; a file that does not
 match its pinned hash, a missing one, or a base it was not trained on is refused, the file named; the
-llama.cpp client takes the name and records the adapter's hash; the default model is that adapter gated by its base."""
+llama.cpp client takes the name and records the adapter's hash; the default model is that adapter
+gated by its base."""
 
 from __future__ import annotations
 

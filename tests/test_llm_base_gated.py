@@ -1,11 +1,11 @@
 """An adapter gated by its base model (kate/llm/base_gated.py): at a request's first step with tools
 offered both are asked and the base's reply is kept where it declines to call (its malformed call
-kept too, or left to the tuned model, as configured), else the tuned model's calls, a tuned sample that
-declines giving way to the base's call; the loop's note on a kept
-malformed call gets the tuned samples held from the turn's start; after a tool result, after the
-loop's note on another unreadable reply, or with no tools the tuned model answers alone; with n
-samples the base decides once, greedy; each token counted once; the name and identity say what ran;
-bad settings are refused; two real engines run a turn through the loop."""
+kept too, or left to the tuned model, as configured), else the tuned model's calls, a tuned sample
+that declines giving way to the base's call; the loop's note on a kept malformed call gets the tuned
+samples held from the turn's start; after a tool result, after the loop's note on another unreadable
+reply, or with no tools the tuned model answers alone; with n samples the base decides once, greedy;
+each token counted once; the name and identity say what ran; bad settings are refused; two real
+engines run a turn through the loop."""
 
 from __future__ import annotations
 
