@@ -11,7 +11,7 @@ outputs shift with batch composition (#39's known numerics), so the two can diff
 agree says how far a replayed figure can be trusted. Per split, rule and category: n, right counts of
 base / adapter / replayed gate (/ real gate), fixed and broken against the base with the exact sign test.
 
-    .venv/bin/python bench/base_gate_replay.py        # writes bench/results/base_gate_replay.json
+    .venv/bin/python bench/base_gate_replay.py        # writes bench/results/base_gate_replay.json and .png
 
 Training half: base = bench/tool_prompt.py's direct run, adapter and the real ``tuned`` gate =
 bench/train_half_arms.py (--arms grpo_answers, grpo_gated_tuned). Test half: bench/full.py's direct,
@@ -24,7 +24,8 @@ import json
 from pathlib import Path
 
 from kate.bfcl.data import SINGLE_TURN
-from kate.eval.report import sign_test
+from kate.eval.report import sign_test, wilson
+from kate.eval.report_plots import plot_categories
 from kate.eval.run_store import load_run
 from kate.io import atomic_write_json
 
@@ -35,6 +36,7 @@ SPLITS = {"train": (RUNS / "tool_prompt" / "direct", RUNS / "train_half" / "grpo
                     {"tuned": RUNS / "train_half" / "grpo_gated_tuned"}),
           "test": (RUNS / "full" / "direct", RUNS / "full" / "grpo_answers", {"keep": RUNS / "full" / "grpo_gated"})}
 OUT = ROOT / "bench" / "results" / "base_gate_replay.json"
+PLOT = OUT.with_suffix(".png")  # the test half, keep: direct, the adapter alone, the gate replayed
 
 
 def records(folder: Path) -> dict[str, dict]:
@@ -93,6 +95,14 @@ def totals(cells: dict[str, dict]) -> dict:
     return out
 
 
+def plot(cells: dict[str, dict]) -> None:
+    """Accuracy per category with 95% intervals: direct, the adapter alone, the gate (replayed)."""
+    shown = {"direct": "base", "adapter alone": "adapter", "gate, replayed (the default model)": "gate"}
+    runs = {label: {c: {"accuracy": cell[key] / cell["n"], "ci95": wilson(cell[key], cell["n"])}
+                    for c, cell in cells.items()} for label, key in shown.items()}  # fmt: skip
+    plot_categories(runs, PLOT)
+
+
 def main() -> None:
     out = {"what": __doc__.split("\n\n")[0], "command": ".venv/bin/python bench/base_gate_replay.py", "splits": {}}
     for split, (base_dir, adapter_dir, real_dirs) in SPLITS.items():
@@ -106,6 +116,8 @@ def main() -> None:
             cells = replay(base, adapter, real, rule)
             out["splits"][split][rule] = {"total": totals(cells), "per_category": cells}
     atomic_write_json(OUT, out)
+    if "test" in out["splits"]:
+        plot(out["splits"]["test"]["keep"]["per_category"])
     print(json.dumps({s: {r: v[r]["total"] for r in RULES} for s, v in out["splits"].items()}, indent=1))
 
 
