@@ -4,12 +4,14 @@ and checked against its real runs where they exist.
 A single-turn BFCL entry is one step, so what the gated arm would do is read off two runs on the same
 entries: the base model's (``direct``) and the adapter's alone (``grpo_answers``). Where the base's reply
 declines to call, the gated arm keeps it, else it keeps the adapter's if that calls (or tries to), and the
-base's call if the adapter answered instead; the replay scores the kept reply as its own run scored it. Both rules for a malformed call of the base (``llm.base_malformed``) are replayed:
-``keep`` (kept, a reply with no call, as BFCL scores it) and ``tuned`` (an attempt: the adapter's reply).
+base's call if the adapter answered instead; the replay scores the kept reply as its own run scored it.
+Both rules for a malformed call of the base (``llm.base_malformed``) are replayed: ``keep`` (kept, a
+reply with no call, as BFCL scores it) and ``tuned`` (an attempt: the adapter's reply).
 Where a real gated run exists, each entry's replayed verdict is compared with the real one: greedy
 outputs shift with batch composition (#39's known numerics), so the two can differ, and the share that
 agree says how far a replayed figure can be trusted. Per split, rule and category: n, right counts of
-base / adapter / replayed gate (/ real gate), fixed and broken against the base with the exact sign test.
+base / adapter / replayed gate (/ real gate), fixed and broken against the base with the exact sign test,
+and the checker's error kinds of the wrong replies behind the fixed and the broken.
 
     .venv/bin/python bench/base_gate_replay.py        # writes bench/results/base_gate_replay.json and .png
 
@@ -58,6 +60,13 @@ def attempts_call(record: dict) -> bool:
     return bool(record.get("calls")) or record.get("parse_error") is not None
 
 
+def error_kind(record: dict) -> str:
+    """The BFCL checker's error kind of a wrong reply (``value_error``, ``irrelevance_error``, ...); kate's
+    own (``kate:malformed_call``) whole."""
+    kind = str(record.get("error_type") or "none")
+    return kind if kind.startswith("kate:") else kind.split(":")[0]
+
+
 def replay(base: dict[str, dict], adapter: dict[str, dict], real: dict[str, dict], rule: str) -> dict:
     cells: dict[str, dict] = {}
     for i in sorted(set(base) & set(adapter)):
@@ -73,6 +82,10 @@ def replay(base: dict[str, dict], adapter: dict[str, dict], real: dict[str, dict
         cell["gate"] += g
         cell["fixed"] += g and not d
         cell["broken"] += d and not g
+        if g != d:  # the error kind of the reply that was wrong: direct's where fixed, the kept one's where broken
+            side = cell.setdefault("fixed_kinds" if g else "broken_kinds", {})
+            wrong = kept if d else b
+            side[error_kind(wrong)] = side.get(error_kind(wrong), 0) + 1
         cell["base_declined"] += base_declined(b, rule)
         cell["adapter_answered"] += not base_declined(b, rule) and not attempts_call(a)
         if i in real:
@@ -89,6 +102,12 @@ def totals(cells: dict[str, dict]) -> dict:
             "real_agrees")
     out = {k: sum(c[k] for c in cells.values()) for k in keys}
     out["sign_test_p"] = float(f"{sign_test(out['fixed'], out['broken']):.3g}")
+    for side in ("fixed_kinds", "broken_kinds"):
+        kinds: dict[str, int] = {}
+        for cell in cells.values():
+            for kind, count in cell.get(side, {}).items():
+                kinds[kind] = kinds.get(kind, 0) + count
+        out[side] = dict(sorted(kinds.items(), key=lambda kv: -kv[1]))
     mean = lambda key: round(100 * sum(c[key] / c["n"] for c in cells.values()) / len(cells), 1) if cells else None
     out["mean_category_accuracy"] = {k: mean(k) for k in ("base", "adapter", "gate")}
     out["categories_below_base"] = [c for c, cell in cells.items() if cell["gate"] < cell["base"]]
