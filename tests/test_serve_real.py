@@ -1,7 +1,7 @@
 """`kate serve` as a user starts it (a child process on 127.0.0.1) with real models, called with the
-real `openai` client: the 135M model for the contract (tools, n, streamed tool calls, logprobs,
-kate's fields), the default 0.5B model where tools matter (a forced call, and the client wrapper
-giving the server's calls for the same seed)."""
+real `openai` client: the 135M model alone for the contract (tools, n, streamed tool calls, logprobs,
+kate's fields), the default model (the 0.5B with kate's adapter, gated by the base) where tools matter
+(a forced call, and the client wrapper giving the server's calls for the same seed)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import json
 import openai
 import pytest
 
-from kate.llm.registry import DEFAULT_AGENT_MODEL, SMALL_TEST_MODEL
+from kate.llm.registry import SMALL_TEST_MODEL
 from kate.serve import wrap
 from kate.serve.process import start_kate_server
 
@@ -24,20 +24,21 @@ CURRENCY = {"type": "function", "function": {
     "parameters": {"type": "object", "properties": {"amount": {"type": "number"}, "from_currency": {"type": "string"},
                    "to_currency": {"type": "string"}}, "required": ["amount", "from_currency", "to_currency"]}}}  # fmt: skip
 ASK = [{"role": "user", "content": "What is the weather in Paris?"}]
+DEFAULT = "kate-default"  # the served name of kate serve's default model (kate.llm.default)
 
 
 @pytest.fixture(scope="module")
 def small():
-    server = start_kate_server([f"llm.model={SMALL_TEST_MODEL}", "llm.n_ctx=4096", "llm.max_parallel=8", "width=2",
-                                "max_tokens=40", "served_model_name=kate-small"])  # fmt: skip
+    server = start_kate_server(["llm=llamacpp", f"llm.model={SMALL_TEST_MODEL}", "llm.n_ctx=4096", "llm.max_parallel=8",
+                                "width=2", "max_tokens=40", "served_model_name=kate-small"])  # fmt: skip
     yield openai.OpenAI(base_url=server.base_url, api_key="-", max_retries=0, timeout=300)
     server.stop()
 
 
 @pytest.fixture(scope="module")
 def default():
-    server = start_kate_server([f"llm.model={DEFAULT_AGENT_MODEL}", "llm.n_ctx=8192", "llm.max_parallel=8", "width=1",
-                                "knowledge.enabled=false", "max_tokens=64"])  # fmt: skip
+    server = start_kate_server(["llm.n_ctx=8192", "llm.max_parallel=8", "width=1", "knowledge.enabled=false",
+                                "max_tokens=64", f"served_model_name={DEFAULT}"])  # fmt: skip
     yield openai.OpenAI(base_url=server.base_url, api_key="-", max_retries=0, timeout=300)
     server.stop()
 
@@ -62,7 +63,7 @@ def test_logprobs_with_the_top_alternatives(small):
 
 def test_forced_calls_stream_intact(default):
     for choice in ({"type": "function", "function": {"name": "get_weather"}}, "required"):
-        stream = default.chat.completions.create(model=DEFAULT_AGENT_MODEL, messages=ASK, tools=[WEATHER, CURRENCY],
+        stream = default.chat.completions.create(model=DEFAULT, messages=ASK, tools=[WEATHER, CURRENCY],
                                                  tool_choice=choice, stream=True, seed=1,
                                                  stream_options={"include_usage": True})  # fmt: skip
         chunks = list(stream)
@@ -77,9 +78,9 @@ def test_forced_calls_stream_intact(default):
 
 def test_the_default_model_calls_the_users_tool_and_the_wrapper_gives_the_servers_calls(default):
     messages = [{"role": "user", "content": "Convert 250 US dollars to euros."}]
-    by_server = default.chat.completions.create(model=DEFAULT_AGENT_MODEL, messages=messages, tools=[WEATHER, CURRENCY],
+    by_server = default.chat.completions.create(model=DEFAULT, messages=messages, tools=[WEATHER, CURRENCY],
                                                 seed=5, max_tokens=64, extra_body={"kate": {"n": 4}})  # fmt: skip
-    by_wrapper = wrap(default, width=4).chat.completions.create(model=DEFAULT_AGENT_MODEL, messages=messages,
+    by_wrapper = wrap(default, width=4).chat.completions.create(model=DEFAULT, messages=messages,
                                                                  tools=[WEATHER, CURRENCY], seed=5, max_tokens=64)  # fmt: skip
 
     def calls(response):
