@@ -7,7 +7,7 @@ A stock Agents SDK agent: the tools are the plain functions of ``tools.py`` wrap
 kate-specific line is the base URL; it runs unchanged against any OpenAI-compatible server.
 (kate's knobs could go in ``ModelSettings(extra_body={"kate": {...}})``; see plain_loop.py.)
 
-    kate serve llm.model=qwen2.5-coder-0.5b-instruct-q4_k_m       # in another shell
+    kate serve                                                    # the default model, in another shell
     python examples/agents_sdk.py --question "Convert 100 USD to EUR."
 """
 

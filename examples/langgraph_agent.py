@@ -7,7 +7,7 @@ them and appends ``ToolMessage``s) and anything else to the end; the tools are t
 unchanged against any OpenAI-compatible server. (kate's knobs could go in
 ``ChatOpenAI(extra_body={"kate": {...}})``; see plain_loop.py.)
 
-    kate serve llm.model=qwen2.5-coder-0.5b-instruct-q4_k_m       # in another shell
+    kate serve                                                    # the default model, in another shell
     python examples/langgraph_agent.py --question "What is the capital of Japan?"
 """
 

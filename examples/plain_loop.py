@@ -11,7 +11,7 @@ kate's extras, both optional: ``--kate`` sends ``KATE_OPTIONS`` (below) in the r
 (the width-N vote and the knowledge hits), which the ``openai`` client keeps in
 ``response.model_extra["kate"]``. Other servers send no such field, and ``--kate`` is for kate only.
 
-    kate serve llm.model=qwen2.5-coder-0.5b-instruct-q4_k_m       # in another shell
+    kate serve                                                    # the default model, in another shell
     python examples/plain_loop.py --question "What is the weather in Tokyo?"
     python examples/plain_loop.py --kate --json                    # kate's knobs; the summary as JSON
 """
