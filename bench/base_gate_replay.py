@@ -75,7 +75,7 @@ def replay(base: dict[str, dict], adapter: dict[str, dict], real: dict[str, dict
         g, d = bool(kept["valid"]), bool(b["valid"])
         cell = cells.setdefault(b["category"], {"n": 0, "base": 0, "adapter": 0, "gate": 0, "fixed": 0, "broken": 0,
                                                  "base_declined": 0, "adapter_answered": 0, "real_n": 0, "real": 0,
-                                                 "real_agrees": 0})
+                                                 "real_base": 0, "real_agrees": 0})
         cell["n"] += 1
         cell["base"] += d
         cell["adapter"] += bool(a["valid"])
@@ -91,6 +91,7 @@ def replay(base: dict[str, dict], adapter: dict[str, dict], real: dict[str, dict
         if i in real:
             cell["real_n"] += 1
             cell["real"] += bool(real[i]["valid"])
+            cell["real_base"] += d  # the base's right count on the entries the real run has
             cell["real_agrees"] += bool(real[i]["valid"]) == g
     for cell in cells.values():
         cell["sign_test_p"] = float(f"{sign_test(cell['fixed'], cell['broken']):.3g}")
@@ -99,7 +100,7 @@ def replay(base: dict[str, dict], adapter: dict[str, dict], real: dict[str, dict
 
 def totals(cells: dict[str, dict]) -> dict:
     keys = ("n", "base", "adapter", "gate", "fixed", "broken", "base_declined", "adapter_answered", "real_n", "real",
-            "real_agrees")
+            "real_base", "real_agrees")
     out = {k: sum(c[k] for c in cells.values()) for k in keys}
     out["sign_test_p"] = float(f"{sign_test(out['fixed'], out['broken']):.3g}")
     for side in ("fixed_kinds", "broken_kinds"):
