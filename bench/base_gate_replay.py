@@ -84,8 +84,8 @@ def replay(base: dict[str, dict], adapter: dict[str, dict], real: dict[str, dict
         cell["broken"] += d and not g
         if g != d:  # the error kind of the reply that was wrong: direct's where fixed, the kept one's where broken
             side = cell.setdefault("fixed_kinds" if g else "broken_kinds", {})
-            wrong = kept if d else b
-            side[error_kind(wrong)] = side.get(error_kind(wrong), 0) + 1
+            kind = error_kind(kept if d else b)
+            side[kind] = side.get(kind, 0) + 1
         cell["base_declined"] += base_declined(b, rule)
         cell["adapter_answered"] += not base_declined(b, rule) and not attempts_call(a)
         if i in real:

@@ -71,3 +71,12 @@ def test_the_default_model_is_the_shipped_adapter_gated_by_its_base():
         assert model.base.name == DEFAULT_AGENT_MODEL and "prefill" in model.options  # the answering loop settings
     finally:
         model.close()
+
+
+def test_the_default_models_adapter_is_the_one_kate_serve_loads():
+    import yaml
+
+    from kate.llm.default import DEFAULT_ADAPTER
+
+    conf = yaml.safe_load((adapters.ADAPTER_DIR.parents[1] / "conf" / "llm" / "base_gated.yaml").read_text())
+    assert conf["lora"] == DEFAULT_ADAPTER and DEFAULT_ADAPTER in ADAPTERS

@@ -34,19 +34,21 @@ def run_main(cfg: DictConfig) -> dict[str, Any]:
     out_dir = Path(c["out_dir"])
     runs: dict[str, list[dict]] = {}
     names: dict[str, str] = {}
-    for name, arm in c["arms"].items():
-        llm = arm.get("llm") or c["llm"]
-        model = instantiate(llm)  # one arm's model at a time: an arm's own model is closed after it
-        try:
+    loaded: tuple[Any, Any] = (None, None)  # (llm node, its client): arms in a row that share a node share it
+    try:
+        for name, arm in c["arms"].items():
+            llm = arm.get("llm") or c["llm"]
+            if loaded[0] != llm:
+                _close(loaded[1])  # one model in memory at a time
+                loaded = (llm, instantiate(llm))
+            model = loaded[1]
             policy = build_policy(model, arm["sampling"], arm.get("knowledge"), settings)
             config = arm_config(llm, arm["sampling"], arm.get("knowledge"), settings)
             runs[name] = run_arm(name, task, policy, out_dir / name, seeds=[c["seed"]], config=config,
                                  workers=c["workers"])[c["seed"]]
             names[name] = model.name
-        finally:
-            close = getattr(model, "close", None)
-            if callable(close):
-                close()
+    finally:
+        _close(loaded[1])
     shown = ", ".join(f"{model} ({arm})" for arm, model in names.items()) if len(set(names.values())) > 1 \
         else next(iter(names.values()), "-")
     notes = [
@@ -64,3 +66,9 @@ def run_main(cfg: DictConfig) -> dict[str, Any]:
     print(report)
     print(f"\nreport: {out_dir / 'report.md'}  plot: {out_dir / 'categories.png'}")
     return summaries
+
+
+def _close(model: Any) -> None:
+    close = getattr(model, "close", None)
+    if callable(close):
+        close()

@@ -146,7 +146,7 @@ class BaseGated:
             tuned = pool.submit(self.model.chat, messages, tools, **kwargs)
             base = pool.submit(self.base.chat, messages, tools, n=1, temperature=0.0, max_tokens=max_tokens, **greedy)
             tuned_replies, base_reply = tuned.result(), base.result()[0]
-        if self.base_malformed == "keep" and not base_reply.tool_calls and base_reply.parse_error is not None:
+        if self.base_malformed == "keep" and declines(base_reply) and attempts_call(base_reply):  # kept, malformed
             self._hold(turn_key(messages, tools, base_reply.text), tuned_replies)
         return gate_replies(tuned_replies, base_reply, self.base_malformed)
 
