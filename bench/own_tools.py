@@ -28,7 +28,9 @@ with kate eval's loop settings except ``max_steps=4`` (see ``kate.eval.own_tools
 ``bench/results/own_tools_test.json``); nothing is chosen from it.
 
 Writes ``bench/results/own_tools_baseline.json``: per arm n, right-call share, right-answer share,
-turn-end counts (``kate.tasks.own_tools.summarize``), the split named.
+turn-end counts (``kate.tasks.own_tools.summarize``), the split named, and each arm's right answers
+paired against ``direct_answer`` on the questions both ran (``answers_vs_direct_answer``: fixed, broken,
+the exact sign test's p, the arm's share with its 95% Wilson interval).
 
     .venv/bin/python bench/own_tools.py --arms direct          # then --arms direct,w8v
     .venv/bin/python bench/own_tools.py --arms direct_answer   # then st_answer, direct_answer_exact
@@ -58,7 +60,7 @@ import kate.configs  # noqa: E402,F401  (the typed job schemas)
 from kate.cli import CONF_DIR  # noqa: E402
 from kate.eval import own_tools_arms  # noqa: E402
 from kate.eval.arms import open_arm  # noqa: E402
-from kate.eval.own_tools_arms import ARMS, RUNS  # noqa: E402
+from kate.eval.own_tools_arms import ARMS, PAIRED_AGAINST, RUNS, paired_answers  # noqa: E402
 from kate.eval.runner import run_task  # noqa: E402
 from kate.eval.run_store import load_run  # noqa: E402
 from kate.io import atomic_write_json  # noqa: E402
@@ -85,17 +87,23 @@ def run(arm: str, model, split: str, limit: int | None = None, model_name: str |
 
 def report(seconds: dict[str, float], split: str, model_name: str | None = None) -> dict:
     runs, result = places(split, model_name)
-    arms = {}
+    arms, stored = {}, {}
+    before = json.loads(result.read_text())["arms"] if result.exists() else {}  # a --report-only keeps the seconds
     for arm in ARMS:
         folder = runs / arm / "seed_0"
         if not (folder / "records.jsonl").exists():
             continue
-        meta, records = load_run(folder)
-        figures = summarize(records).get(split, {"n": 0})
+        meta, stored[arm] = load_run(folder)
+        figures = summarize(stored[arm]).get(split, {"n": 0})
         arms[arm] = {"sampler": meta["policy"]["sampler"], "loop": meta["config"]["loop"],
                      "model": meta["policy"]["model"].get("name"), **figures}  # fmt: skip
         if arm in seconds:
             arms[arm]["seconds_this_run"] = seconds[arm]
+        elif "seconds_this_run" in before.get(arm, {}):
+            arms[arm]["seconds_this_run"] = before[arm]["seconds_this_run"]
+    for arm in arms:
+        if arm != PAIRED_AGAINST and PAIRED_AGAINST in stored:
+            arms[arm][f"answers_vs_{PAIRED_AGAINST}"] = paired_answers(stored[PAIRED_AGAINST], stored[arm])
     where, who = runs.relative_to(ROOT), model_name or "default model"
     out = {"task": "own_tools", "split": split, "content_sha256": content_sha256(), "arms": arms,
            "note": f"untrained {who}; records in {where}/<arm>/seed_0/"}  # fmt: skip
@@ -125,8 +133,10 @@ def main() -> None:
             seconds[arm] = run(arm, model, args.split, args.limit, args.model)
     out = report(seconds, args.split, args.model)
     for arm, row in out["arms"].items():
+        paired = row.get(f"answers_vs_{PAIRED_AGAINST}")
+        against = f" vs {PAIRED_AGAINST} +{paired['fixed']}/-{paired['broken']} p={paired['p']}" if paired else ""
         print(f"{arm}: n={row['n']} call_ok={row.get('call_ok_share')} answer_ok={row.get('answer_ok_share')} "
-              f"turn_ends={row.get('turn_ends')}")  # fmt: skip
+              f"turn_ends={row.get('turn_ends')}{against}")  # fmt: skip
 
 
 if __name__ == "__main__":

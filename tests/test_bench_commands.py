@@ -136,6 +136,20 @@ def test_own_tools_bench_keeps_another_models_runs_apart():
     assert {k: v for k, v in other.items() if k != "llm"} == {k: v for k, v in default.items() if k != "llm"}
 
 
+def test_own_tools_pairs_answers_on_the_questions_both_ran():
+    base = [{"id": "q1", "answer_ok": True}, {"id": "q2", "answer_ok": False}, {"id": "q3", "answer_ok": False},
+            {"id": "q4", "answer_ok": True}]
+    arm = [{"id": "q1", "answer_ok": False}, {"id": "q2", "answer_ok": True}, {"id": "q3", "answer_ok": True},
+           {"id": "q5", "answer_ok": True}]  # q4 only in base, q5 only in arm: neither is counted
+    paired = own_tools_arms.paired_answers(base, arm)
+    assert {k: paired[k] for k in ("n", "base_right", "arm_right", "fixed", "broken")} == {
+        "n": 3, "base_right": 1, "arm_right": 2, "fixed": 2, "broken": 1}
+    assert paired["p"] == 1.0 and paired["arm_share_pct"] == 66.7
+    low, high = paired["wilson_pct"]
+    assert 0 < low < 66.7 < high < 100
+    assert own_tools_arms.paired_answers(base, [])["n"] == 0
+
+
 def test_failure_table_arms_compose_on_the_train_fold_and_pair_dialogues():
     kate_arm = failure_arms.compose_arm("st_kate", OTHER, conf_dir=CONF_DIR)
     assert kate_arm["llm"]["model"] == OTHER and kate_arm["split"] == "train"

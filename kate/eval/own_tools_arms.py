@@ -6,8 +6,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from collections.abc import Mapping, Sequence
+from typing import Any
+
 from kate.eval.arms import compose_arm as kate_compose_arm
 from kate.eval.model_folders import is_default, model_folder, model_overrides
+from kate.eval.report import sign_test, wilson
 
 TURN_END = ["repeat_policy=answer", "repeat_match=fed", "answer_at_max_steps=true"]
 ARMS = {"direct": ("greedy", []), "w8v": ("width", []), "direct_answer": ("greedy", TURN_END),
@@ -35,6 +39,8 @@ RESULT = {"train": Path("results/own_tools_baseline.json"), "test": Path("result
 # max_steps=4 (kate eval's default is 20): room for two calls, an answer and one more; a model that never
 # answers spends its steps on new calls (10 km -> m, then 10000 km -> m, ...), 20 of them ~4 minutes
 # a question on 2 CPU cores.
+# the arm every other is paired against: the untrained model with the loop's turn-end settings
+PAIRED_AGAINST = "direct_answer"
 OVERRIDES = ["llm.n_ctx=8192", "llm.max_parallel=8", "max_steps=4", "categories=[own_tools]", "limit=null"]
 
 
@@ -54,3 +60,20 @@ def compose_arm(arm: str, split: str, model_name: str | None = None, *, conf_dir
     sampling, loop = ARMS[arm]
     overrides = [f"sampling={sampling}", f"name={arm}", f"split={split}", *OVERRIDES, *loop, *model_overrides(model_name)]
     return kate_compose_arm(None, overrides, conf_dir=conf_dir)
+
+
+def paired_answers(base: Sequence[Mapping[str, Any]], arm: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """An arm's right final answers against ``base``'s on the questions both answered: n, each side's right
+    count, fixed (wrong -> right) and broken (right -> wrong), the exact sign test's p, and the arm's
+    share with its 95% Wilson interval (percent)."""
+    mine = {r["id"]: bool(r.get("answer_ok")) for r in arm}
+    theirs = {r["id"]: bool(r.get("answer_ok")) for r in base}
+    common = sorted(set(mine) & set(theirs))
+    right = sum(mine[i] for i in common)
+    fixed = sum(mine[i] and not theirs[i] for i in common)
+    broken = sum(theirs[i] and not mine[i] for i in common)
+    low, high = wilson(right, len(common))
+    return {"n": len(common), "base_right": sum(theirs[i] for i in common), "arm_right": right, "fixed": fixed,
+            "broken": broken, "p": round(sign_test(fixed, broken), 4),
+            "arm_share_pct": round(100 * right / max(len(common), 1), 1),
+            "wilson_pct": [round(100 * low, 1), round(100 * high, 1)]}  # fmt: skip
