@@ -6,7 +6,14 @@ entries: the base model's (``direct``) and the adapter's alone (``grpo_answers``
 declines to call, the gated arm keeps it, else it keeps the adapter's if that calls (or tries to), and the
 base's call if the adapter answered instead; the replay scores the kept reply as its own run scored it.
 Both rules for a malformed call of the base (``llm.base_malformed``) are replayed: ``keep`` (kept, a
-reply with no call, as BFCL scores it) and ``tuned`` (an attempt: the adapter's reply).
+reply with no call, as BFCL scores it) and ``tuned`` (an attempt: the adapter's reply). So is
+``keep_several``, kate's default model (conf/llm/default.yaml): ``keep`` with the base also asked in
+BFCL's Python form where the call-count predictor expects several calls; where that reply makes several
+calls it is the base's reply, and it stands against an adapter reply with fewer calls. Its Python-form
+replies come from another run on the same entries: on the training half bench/tool_prompt.py's ``python``
+run, with the predictor fitted on the knowledge base less those entries (bench/tool_prompt.py's
+``cross_fitted_gate``); on the test half bench/full.py's ``both_gated`` (the same form, gate and base
+model), over the entries it ran.
 Where a real gated run exists, each entry's replayed verdict is compared with the real one: greedy
 outputs shift with batch composition (#39's known numerics), so the two can differ, and the share that
 agree says how far a replayed figure can be trusted. Per split, rule and category: n, right counts of
@@ -17,7 +24,8 @@ and the checker's error kinds of the wrong replies behind the fixed and the brok
 
 Training half: base = bench/tool_prompt.py's direct run, adapter and the real ``tuned`` gate =
 bench/train_half_arms.py (--arms grpo_answers, grpo_gated_tuned). Test half: bench/full.py's direct,
-grpo_answers and grpo_gated (``keep``) runs, over the entries that both the base and the adapter ran.
+grpo_answers, grpo_gated (``keep``) and grpo_gated_forms (``keep_several``) runs, over the entries that
+both the base and the adapter ran.
 """
 
 from __future__ import annotations
@@ -30,13 +38,17 @@ from kate.eval.report import sign_test, wilson
 from kate.eval.report_plots import plot_categories
 from kate.eval.run_store import load_run
 from kate.io import atomic_write_json
+from tool_prompt import cross_fitted_gate, question, several_calls  # bench/, beside it
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNS = ROOT / "bench" / "runs"
 # split -> base run, adapter run, {rule: the real gated run}
 SPLITS = {"train": (RUNS / "tool_prompt" / "direct", RUNS / "train_half" / "grpo_answers",
                     {"tuned": RUNS / "train_half" / "grpo_gated_tuned"}),
-          "test": (RUNS / "full" / "direct", RUNS / "full" / "grpo_answers", {"keep": RUNS / "full" / "grpo_gated"})}
+          "test": (RUNS / "full" / "direct", RUNS / "full" / "grpo_answers",
+                   {"keep": RUNS / "full" / "grpo_gated", "keep_several": RUNS / "full" / "grpo_gated_forms"})}
+# split -> the run holding the base's Python-form replies (keep_several), and whether the gate must be replayed
+FORMS = {"train": (RUNS / "tool_prompt" / "python", True), "test": (RUNS / "full" / "both_gated", False)}
 OUT = ROOT / "bench" / "results" / "base_gate_replay.json"
 PLOT = OUT.with_suffix(".png")  # the test half, keep: direct, the adapter alone, the gate replayed
 
@@ -47,12 +59,33 @@ def records(folder: Path) -> dict[str, dict]:
     return {r["id"]: r for r in load_run(folder / "seed_0")[1] if r["category"] in SINGLE_TURN}
 
 
-RULES = ("keep", "tuned")  # kate.llm.base_gated.BASE_MALFORMED
+RULES = ("keep", "tuned", "keep_several")  # kate.llm.base_gated.BASE_MALFORMED, and keep with base_several
 
 
 def base_declined(record: dict, rule: str) -> bool:
     """The base's reply declined to call (``kate.llm.base_gated.declines``' rule, on the record)."""
-    return not record.get("calls") and (rule == "keep" or record.get("parse_error") is None)
+    return not record.get("calls") and (rule != "tuned" or record.get("parse_error") is None)
+
+
+def several_replies(split: str, base: dict[str, dict]) -> tuple[dict[str, dict], set[str]]:
+    """(entry -> the base's Python-form reply with several calls that the several-calls gate keeps, the
+    entries the Python-form run covers) for ``keep_several``."""
+    folder, replay_gate = FORMS[split]
+    forms = records(folder)
+    if not replay_gate:  # both_gated's records: its reply with several calls is the Python form's, gate passed
+        return {i: r for i, r in forms.items() if len(r.get("calls") or []) >= 2}, set(forms)
+    gate = cross_fitted_gate(set(forms) & set(base))
+    kept = {i: r for i, r in forms.items() if i in base and several_calls(r) and gate.several(question(base[i]))}
+    return kept, set(forms)
+
+
+def gated_reply(b: dict, a: dict, rule: str, several: dict | None = None) -> dict:
+    """The reply the gate keeps from the base's ``b`` (its Python-form reply with several calls, ``several``,
+    in its stead where there is one) and the adapter's ``a``."""
+    b = several or b
+    if base_declined(b, rule) or not attempts_call(a):
+        return b
+    return b if several and len(a.get("calls") or []) < len(b["calls"]) else a
 
 
 def attempts_call(record: dict) -> bool:
@@ -67,15 +100,17 @@ def error_kind(record: dict) -> str:
     return kind if kind.startswith("kate:") else kind.split(":")[0]
 
 
-def replay(base: dict[str, dict], adapter: dict[str, dict], real: dict[str, dict], rule: str) -> dict:
+def replay(base: dict[str, dict], adapter: dict[str, dict], real: dict[str, dict], rule: str,
+           forms: tuple[dict[str, dict], set[str]] | None = None) -> dict:  # fmt: skip
     cells: dict[str, dict] = {}
-    for i in sorted(set(base) & set(adapter)):
+    several, covered = forms or ({}, set(base))
+    for i in sorted(set(base) & set(adapter) & covered):
         b, a = base[i], adapter[i]
-        kept = b if base_declined(b, rule) or not attempts_call(a) else a
+        kept = gated_reply(b, a, rule, several.get(i))
         g, d = bool(kept["valid"]), bool(b["valid"])
         cell = cells.setdefault(b["category"], {"n": 0, "base": 0, "adapter": 0, "gate": 0, "fixed": 0, "broken": 0,
                                                  "base_declined": 0, "adapter_answered": 0, "real_n": 0, "real": 0,
-                                                 "real_base": 0, "real_agrees": 0})
+                                                 "real_base": 0, "real_agrees": 0, "base_several": 0})
         cell["n"] += 1
         cell["base"] += d
         cell["adapter"] += bool(a["valid"])
@@ -86,8 +121,9 @@ def replay(base: dict[str, dict], adapter: dict[str, dict], real: dict[str, dict
             side = cell.setdefault("fixed_kinds" if g else "broken_kinds", {})
             kind = error_kind(kept if d else b)
             side[kind] = side.get(kind, 0) + 1
-        cell["base_declined"] += base_declined(b, rule)
+        cell["base_declined"] += base_declined(kept, rule) and kept is not a
         cell["adapter_answered"] += not base_declined(b, rule) and not attempts_call(a)
+        cell["base_several"] += i in several and kept is several[i]
         if i in real:
             cell["real_n"] += 1
             cell["real"] += bool(real[i]["valid"])
@@ -98,9 +134,25 @@ def replay(base: dict[str, dict], adapter: dict[str, dict], real: dict[str, dict
     return dict(sorted(cells.items()))
 
 
+def several_against_keep(base: dict[str, dict], adapter: dict[str, dict], forms: tuple[dict[str, dict], set[str]]) -> dict:
+    """``keep_several`` paired with ``keep`` on the entries it covers: per category (and in all) the entries
+    it fixes and breaks, with the exact sign test."""
+    several, covered = forms
+    cells: dict[str, dict] = {}
+    for i in sorted(set(base) & set(adapter) & covered):
+        keep = bool(gated_reply(base[i], adapter[i], "keep")["valid"])
+        mine = bool(gated_reply(base[i], adapter[i], "keep_several", several.get(i))["valid"])
+        cell = cells.setdefault(base[i]["category"], {"n": 0, "keep": 0, "keep_several": 0, "fixed": 0, "broken": 0})
+        cell["n"], cell["keep"], cell["keep_several"] = cell["n"] + 1, cell["keep"] + keep, cell["keep_several"] + mine
+        cell["fixed"], cell["broken"] = cell["fixed"] + (mine and not keep), cell["broken"] + (keep and not mine)
+    total = {k: sum(c[k] for c in cells.values()) for k in ("n", "keep", "keep_several", "fixed", "broken")}
+    total["sign_test_p"] = float(f"{sign_test(total['fixed'], total['broken']):.3g}")
+    return {"total": total, "per_category": dict(sorted(cells.items()))}
+
+
 def totals(cells: dict[str, dict]) -> dict:
     keys = ("n", "base", "adapter", "gate", "fixed", "broken", "base_declined", "adapter_answered", "real_n", "real",
-            "real_base", "real_agrees")
+            "real_base", "real_agrees", "base_several")
     out = {k: sum(c[k] for c in cells.values()) for k in keys}
     out["sign_test_p"] = float(f"{sign_test(out['fixed'], out['broken']):.3g}")
     for side in ("fixed_kinds", "broken_kinds"):
@@ -131,14 +183,18 @@ def main() -> None:
             continue
         runs = {"base": base_dir, "adapter": adapter_dir, **{f"real_{r}": d for r, d in real_dirs.items()}}
         out["splits"][split] = {"runs": {k: str(d.relative_to(ROOT)) for k, d in runs.items()}}
+        forms = several_replies(split, base)
+        out["splits"][split]["runs"]["base_python_form"] = str(FORMS[split][0].relative_to(ROOT))
         for rule in RULES:
             real = records(real_dirs[rule]) if rule in real_dirs else {}
-            cells = replay(base, adapter, real, rule)
+            cells = replay(base, adapter, real, rule, forms if rule == "keep_several" else None)
             out["splits"][split][rule] = {"total": totals(cells), "per_category": cells}
+        out["splits"][split]["keep_several_vs_keep"] = several_against_keep(base, adapter, forms)
     atomic_write_json(OUT, out)
     if "test" in out["splits"]:
         plot(out["splits"]["test"]["keep"]["per_category"])
-    print(json.dumps({s: {r: v[r]["total"] for r in RULES} for s, v in out["splits"].items()}, indent=1))
+    print(json.dumps({s: {r: v[r]["total"] for r in (*RULES, "keep_several_vs_keep")} for s, v in out["splits"].items()},
+                     indent=1))
 
 
 if __name__ == "__main__":

@@ -3,7 +3,7 @@
     .venv/bin/python examples/quickstart.py
     .venv/bin/python examples/quickstart.py "How many days are there between 2024-01-01 and 2024-03-01?"
 
-The model is kate's default (``kate.llm.default``): the local 0.5B model that ``bash scripts/setup.sh``
+The model is kate's default (``kate.default``): the local 0.5B model that ``bash scripts/setup.sh``
 installs (no hub, no key) with the adapter kate ships for it, trained to answer after tool results,
 and the base model deciding at each question's start whether to call at all. A policy's default loop
 settings (``LoopSettings.answering()``) also make a model answer after its call: the first call of a
@@ -18,7 +18,7 @@ from datetime import date
 
 from kate.agent import Policy
 from kate.envs import PythonFunctionsEnv
-from kate.llm.default import default_model
+from kate.default import default_model
 
 
 def get_stock_price(symbol: str) -> float:

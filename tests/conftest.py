@@ -36,14 +36,20 @@ def _real_models_carry_the_marker(request: pytest.FixtureRequest, monkeypatch: p
         return
     import sys
 
-    def refuse(self, *args, **kwargs):
-        raise RuntimeError(f"{request.node.nodeid} loads a real model: mark it @pytest.mark.model")
+    import functools
+
+    def refusing(init):
+        @functools.wraps(init)  # the signature stays the class's own: modules imported now read it
+        def refuse(self, *args, **kwargs):
+            raise RuntimeError(f"{request.node.nodeid} loads a real model: mark it @pytest.mark.model")
+
+        return refuse
 
     classes = [kate.llm.llamacpp.LlamaCppChatModel]
     if "kate.llm.hf" in sys.modules:
         classes.append(sys.modules["kate.llm.hf"].HFChatModel)
     for cls in classes:
-        monkeypatch.setattr(cls, "__init__", refuse)
+        monkeypatch.setattr(cls, "__init__", refusing(cls.__init__))
 
 
 @pytest.fixture(scope="session")

@@ -20,7 +20,7 @@ from kate.llm.registry import SMALL_TEST_MODEL
 LIGHT = {"llamacpp": [f"llm.model={SMALL_TEST_MODEL}", "llm.n_ctx=1024"], "hf": [f"llm.model={SMALL_TEST_MODEL}"],
          "brief_reasoning": [f"llm.model={SMALL_TEST_MODEL}", "llm.n_ctx=1024"],
          # the default model and the adapter kate ships for it (the small model has none)
-         "base_gated": ["llm.n_ctx=1024", "llm.kv_cells=1024"]}
+         "base_gated": ["llm.n_ctx=1024", "llm.kv_cells=1024"], "default": ["llm.n_ctx=1024", "llm.kv_cells=1024"]}
 
 
 def _groups():
@@ -87,16 +87,17 @@ def test_every_named_arm_composes_into_a_policy_config(arm):
     assert loop_settings(c).max_steps == 20
     if arm == "st_w8":
         assert sampler.aggregate == "majority"  # the vote its committed records were measured with
-    no_knowledge = {"direct", "w8v", "python", "both", "both_gated", "grpo_gated"}
+    no_knowledge = {"direct", "w8v", "python", "both", "both_gated", "grpo_gated", "grpo_gated_forms"}
     assert bool(c["knowledge"]) == (arm not in no_knowledge and not arm.startswith("brief"))
     assert c["llm"].get("tool_prompt", "native") == {"python": "python", "both": "both", "both_gated": "both"}.get(
         arm, "native")
     if "brief" in arm:
         assert c["llm"]["_target_"] == "kate.llm.brief_llamacpp.brief_llamacpp"
         assert c["llm"]["budget"] == (16 if arm.endswith("16") else 32) and c["llm"]["opener"].startswith("<think>\n")
-    if arm == "grpo_gated":
+    if arm.startswith("grpo_gated"):
         assert c["llm"]["_target_"] == "kate.llm.base_gated_llamacpp.base_gated_llamacpp"
         assert (CONF_DIR.parent / c["llm"]["lora"]).is_file()
+        assert c["llm"].get("base_tool_prompt") == ("both" if arm == "grpo_gated_forms" else None)
 
 
 def test_evaluation_suites_compose():

@@ -33,6 +33,7 @@ RANKS: dict[str, int] = {
     "kate.train": 8,  # training data from the tasks, TRL trainers, the checkpoint probe (kate.diagnose)
     "kate.cli": 9,
     "kate.demo": 9,
+    "kate.default": 9,  # the default model: a llama.cpp client (llm) with a gate fitted on a knowledge base (retrieval)
     "kate.models_cmd": 9,
     "kate.kb_cmd": 9,
     "kate.diagnose_setup": 9,  # the set and config checks of `kate diagnose` (kate/diagnose_cmd.py)

@@ -60,23 +60,37 @@ def test_the_llama_cpp_client_takes_the_name(tmp_path):
 @pytest.mark.model
 def test_the_default_model_is_the_shipped_adapter_gated_by_its_base():
     from kate.llm.base_gated import BaseGated
-    from kate.llm.default import DEFAULT_ADAPTER, default_model
+    from kate.default import DEFAULT_ADAPTER, SEVERAL_CALLS_KB, default_model
     from kate.llm.identity import model_identity
     from kate.llm.registry import DEFAULT_AGENT_MODEL
 
-    model = default_model(n_ctx=1024, max_parallel=1)
+    model = default_model(n_ctx=2048, max_parallel=2)
     try:
         assert isinstance(model, BaseGated) and DEFAULT_ADAPTER == NAME
         assert model_identity(model)["lora_sha256"] == ADAPTERS[NAME].sha256
         assert model.base.name == DEFAULT_AGENT_MODEL and "prefill" in model.options  # the answering loop settings
+        assert model.base.tool_prompt == "both" and model.base_several and model.model.tool_prompt == "native"
+        assert model.base.several_calls.kb == str(SEVERAL_CALLS_KB)  # the committed training halves' base
+        weather = {"type": "function", "function": {"name": "get_weather", "description": "Current weather in a city",
+                   "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}
+        ask = [{"role": "user", "content": "Get the current weather for Tokyo, Berlin and Lima respectively."}]
+        [reply] = model.chat(ask, [weather])
+        assert model.base.several_calls(ask)  # the predictor expects several: the base's Python form is asked too
+        assert [(c.name, c.arguments["city"]) for c in reply.tool_calls] == [
+            ("get_weather", "Tokyo"), ("get_weather", "Berlin"), ("get_weather", "Lima")]
     finally:
         model.close()
 
 
-def test_the_default_models_adapter_is_the_one_kate_serve_loads():
-    import yaml
+def test_the_default_model_is_the_one_kate_serve_and_kate_main_load():
+    from hydra import compose, initialize_config_dir
 
-    from kate.llm.default import DEFAULT_ADAPTER
+    from kate.cli import CONF_DIR
+    from kate.default import BASE_TOOL_PROMPT, DEFAULT_ADAPTER, SEVERAL_CALLS_KB
 
-    conf = yaml.safe_load((adapters.ADAPTER_DIR.parents[1] / "conf" / "llm" / "base_gated.yaml").read_text())
-    assert conf["lora"] == DEFAULT_ADAPTER and DEFAULT_ADAPTER in ADAPTERS
+    with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
+        served, main = compose("serve").llm, compose("main").arms.adapter.llm
+    for llm in (served, main):
+        assert llm.lora == DEFAULT_ADAPTER and DEFAULT_ADAPTER in ADAPTERS
+        assert llm.base_tool_prompt == BASE_TOOL_PROMPT and llm.base_malformed == "keep"
+        assert CONF_DIR.parent / llm.base_several_calls.kb == SEVERAL_CALLS_KB and llm.base_several_calls.p == 0.5

@@ -53,6 +53,20 @@ def test_where_the_base_calls_the_tuned_call_is_kept_and_a_tuned_answer_gives_wa
     assert [c.text for c in model.chat(USER, [CALCULATOR], n=2, temperature=1.0)] == [OTHER_CALL, CALL]  # per sample
 
 
+def test_with_base_several_the_bases_several_calls_stand_against_a_tuned_sample_with_fewer():
+    two = f"{CALL}\n{OTHER_CALL}"
+    three = f"{CALL}\n{OTHER_CALL}\n{CALL}"
+    # a malformed sample reads as no calls: fewer than the base's, which stand; without base_several it stands
+    for base_several, want in ((True, [two, three, two]), (False, [OTHER_CALL, three, MALFORMED])):
+        t, b = FakeChatModel(script=[[OTHER_CALL, three, MALFORMED]]), FakeChatModel(script=[two])
+        model = BaseGated(t, b, base_several=base_several)
+        assert [c.text for c in model.chat(USER, [CALCULATOR], n=3, temperature=1.0)] == want
+    t, b = FakeChatModel(script=[OTHER_CALL]), FakeChatModel(script=[CALL])
+    [c] = BaseGated(t, b, base_several=True).chat(USER, [CALCULATOR])
+    assert c.text == OTHER_CALL  # one base call: the tuned call, as without base_several
+    assert BaseGated(FakeChatModel(script=[], name="tuned"), b, base_several=True).name == "tuned+base-gate+several"
+
+
 def test_a_malformed_base_call_is_kept_or_left_to_the_tuned_model_as_configured():
     model, _, _ = _gated([CALL], [MALFORMED])
     [c] = model.chat(USER, [CALCULATOR])

@@ -24,7 +24,7 @@ CURRENCY = {"type": "function", "function": {
     "parameters": {"type": "object", "properties": {"amount": {"type": "number"}, "from_currency": {"type": "string"},
                    "to_currency": {"type": "string"}}, "required": ["amount", "from_currency", "to_currency"]}}}  # fmt: skip
 ASK = [{"role": "user", "content": "What is the weather in Paris?"}]
-DEFAULT = "kate-default"  # the served name of kate serve's default model (kate.llm.default)
+DEFAULT = "kate-default"  # the served name of kate serve's default model (kate.default)
 
 
 @pytest.fixture(scope="module")

@@ -128,8 +128,10 @@ def test_a_closed_gate_keeps_every_native_reply():
     native = _reply('{"name": "calculator", "arguments": {"expression": "1+1"}}', ("hermes", "json"), 100)
     replies = {"native": [native], "python": [_reply("[calculator('1+1'), calculator('2+2')]", ("python_list",), 120)]}
     assert len(ask_both(replies.get, several=True)[0].tool_calls) == 2
-    closed = ask_both(replies.get, several=False)[0]
-    assert closed.text == replies["native"][0].text and closed.usage.prompt_tokens == 220  # both still paid
+    asked = []
+    closed = ask_both(lambda form: asked.append(form) or replies[form], several=False)[0]
+    assert closed.text == replies["native"][0].text and asked == ["native"]  # the Python form is not asked
+    assert closed.usage.prompt_tokens == 100
 
 
 def test_the_several_calls_gate_reads_the_request_and_not_the_knowledge_after_it():

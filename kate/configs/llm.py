@@ -117,6 +117,12 @@ class BaseGatedSchema(LlamaCppSchema):
                                "kate.llm.base_gated_llamacpp.base_gated_llamacpp")
     base_malformed: str = unset("a malformed call of the base at a turn's start: keep (a reply with no call, kept) | "
                                 "tuned (an attempt: the adapter's reply); default keep")
+    base_tool_prompt: Optional[str] = unset(
+        "the base model's own tool prompt (null: tool_prompt): both asks it in BFCL's Python form too where "
+        "base_several_calls expects several calls, and its reply with several calls stands against an adapter "
+        "reply with fewer")
+    base_several_calls: Optional[SeveralCallsSchema] = unset(
+        "the base's own several-calls gate (kate.retrieval.call_count.SeveralCallsGate); null: several_calls")
 
 
 # option of conf/llm/ -> its schema (stored as llm/<option>_schema); the class each one types

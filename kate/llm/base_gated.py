@@ -15,6 +15,13 @@ no tool is due; its base model still declines there. ``BaseGated(tuned, base).ch
   memory where a tool is due: "The price of ACME stock is $100.")
 * anywhere else (after a tool result or such feedback, with no tools): the tuned model alone.
 
+``base_several``: where the base's reply makes several calls and a tuned sample fewer (a malformed sample
+counts none), the base's reply
+stands for that sample. Meant for a base asked in both tool forms (``tool_prompt=both`` with the
+several-calls gate, kate.llm.tool_prompt): the base writes several calls in BFCL's Python form where a
+request needs them, and the adapter, trained on one-call JSON replies, often writes one. Chosen on the
+training half (bench/base_gate_replay.py, docs/training.md).
+
 ``base_malformed`` says what a malformed call of the base is: ``keep`` (a reply with no readable
 call, kept, as BFCL scores it) or ``tuned`` (an attempt to call: the tuned model's samples at once).
 Under ``keep``, when a loop then sends the kept reply back with its feedback (kate's note on an
@@ -68,12 +75,18 @@ def declines(reply: Completion, base_malformed: str = "keep") -> bool:
     return not reply.tool_calls and (base_malformed == "keep" or reply.parse_error is None)
 
 
-def gate_replies(tuned: list[Completion], base: Completion, base_malformed: str = "keep") -> list[Completion]:
+def gate_replies(tuned: list[Completion], base: Completion, base_malformed: str = "keep",
+                 base_several: bool = False) -> list[Completion]:  # fmt: skip
     """The base's reply (once per sample) where it declines, else the tuned model's samples, each one
-    that makes no call (nor a malformed one) replaced by the base's reply; the first reply carries the
-    base's usage too."""
+    that makes no call (nor a malformed one) replaced by the base's reply, and with ``base_several``
+    each one with fewer calls than the base's several; the first reply carries the base's usage too."""
     base_declined = declines(base, base_malformed)
-    out = [replace(base, usage=t.usage) if base_declined or not attempts_call(t) else t for t in tuned]
+    several = base_several and len(base.tool_calls) >= 2
+
+    def base_stands(t: Completion) -> bool:
+        return base_declined or not attempts_call(t) or (several and len(t.tool_calls) < len(base.tool_calls))
+
+    out = [replace(base, usage=t.usage) if base_stands(t) else t for t in tuned]
     return [replace(out[0], usage=out[0].usage + base.usage), *out[1:]]
 
 
@@ -87,16 +100,17 @@ class BaseGated:
     module's docstring). ``name``: null gives ``<tuned name>+base-gate``."""
 
     def __init__(self, tuned: ChatModel, base: ChatModel, *, base_malformed: str = "keep",
-                 name: str | None = None) -> None:  # fmt: skip
+                 base_several: bool = False, name: str | None = None) -> None:  # fmt: skip
         if base_malformed not in BASE_MALFORMED:
             raise ValueError(f"base_malformed must be one of {BASE_MALFORMED}, got {base_malformed!r}")
         self.base_malformed = base_malformed
+        self.base_several = bool(base_several)
         for role, model in (("tuned", tuned), ("base", base)):
             if not callable(getattr(model, "chat", None)):
                 raise TypeError(f"BaseGated: {role} must be a chat model (a chat() method), got {model!r}")
         self.model = tuned
         self.base = base
-        self.name = name if name is not None else f"{tuned.name}+base-gate"
+        self.name = name if name is not None else f"{tuned.name}+base-gate{'+several' if self.base_several else ''}"
         self.formats = tuple(getattr(tuned, "formats", ("hermes", "json")))
         self._held: OrderedDict[str, list[Completion]] = OrderedDict()  # turn_key -> the tuned samples
         self._lock = threading.Lock()
@@ -112,6 +126,9 @@ class BaseGated:
         info = dict(own()) if callable(own) else {}
         base = getattr(self.base, "name", repr(self.base))
         info["base_gate"] = {"base": base, "base_malformed": self.base_malformed}
+        if self.base_several:
+            info["base_gate"]["base_several"] = True
+            info["base_gate"]["base_tool_prompt"] = getattr(self.base, "tool_prompt", None)
         return info
 
     def close(self) -> None:
@@ -148,7 +165,7 @@ class BaseGated:
             tuned_replies, base_reply = tuned.result(), base.result()[0]
         if self.base_malformed == "keep" and declines(base_reply) and attempts_call(base_reply):  # kept, malformed
             self._hold(turn_key(messages, tools, base_reply.text), tuned_replies)
-        return gate_replies(tuned_replies, base_reply, self.base_malformed)
+        return gate_replies(tuned_replies, base_reply, self.base_malformed, self.base_several)
 
     def _hold(self, key: str, replies: list[Completion]) -> None:
         """Keep the tuned samples of a turn whose kept reply is the base's malformed call (no tokens

@@ -56,7 +56,10 @@ def choose_forms(native: list[Completion], python: list[Completion], several: bo
 
 def ask_both(ask: Callable[[str], list[Completion]], several: bool = True) -> list[Completion]:
     """``ask(form)`` for the native and the Python form at once (two threads: a local engine's scheduler
-    decodes them together), then ``choose_forms``."""
+    decodes them together), then ``choose_forms``; where the request's gate is closed (``several`` False)
+    the Python reply could not be kept, so only the native form is asked."""
+    if not several:
+        return ask("native")
     with ThreadPoolExecutor(2) as pool:
         native, python = pool.submit(ask, "native"), pool.submit(ask, "python")
         return choose_forms(native.result(), python.result(), several)
