@@ -184,6 +184,7 @@ def main() -> None:
         runs = {"base": base_dir, "adapter": adapter_dir, **{f"real_{r}": d for r, d in real_dirs.items()}}
         out["splits"][split] = {"runs": {k: str(d.relative_to(ROOT)) for k, d in runs.items()}}
         forms = several_replies(split, base)
+        out["splits"][split]["base_native_several"] = sum(len(r.get("calls") or []) >= 2 for r in base.values())
         out["splits"][split]["runs"]["base_python_form"] = str(FORMS[split][0].relative_to(ROOT))
         for rule in RULES:
             real = records(real_dirs[rule]) if rule in real_dirs else {}
