@@ -13,7 +13,11 @@ calls it is the base's reply, and it stands against an adapter reply with fewer 
 replies come from another run on the same entries: on the training half bench/tool_prompt.py's ``python``
 run, with the predictor fitted on the knowledge base less those entries (bench/tool_prompt.py's
 ``cross_fitted_gate``); on the test half bench/full.py's ``both_gated`` (the same form, gate and base
-model), over the entries it ran.
+model), over the entries it ran. ``keep_fit`` and ``keep_several_fit`` add the tool-relevance gate
+(kate.retrieval.relevance, its tau and each entry's similarity from bench/tool_relevance.py): where no
+offered tool fits the request, the base answers without tools, which BFCL scores right only on
+irrelevance and live_irrelevance. Each of those rules is also paired with the rule it adds to
+(``<rule>_vs_<control>``).
 Where a real gated run exists, each entry's replayed verdict is compared with the real one: greedy
 outputs shift with batch composition (#39's known numerics), so the two can differ, and the share that
 agree says how far a replayed figure can be trusted. Per split, rule and category: n, right counts of
@@ -59,7 +63,11 @@ def records(folder: Path) -> dict[str, dict]:
     return {r["id"]: r for r in load_run(folder / "seed_0")[1] if r["category"] in SINGLE_TURN}
 
 
-RULES = ("keep", "tuned", "keep_several")  # kate.llm.base_gated.BASE_MALFORMED, and keep with base_several
+# kate.llm.base_gated.BASE_MALFORMED; keep with base_several; either with the tool-relevance gate (``_fit``)
+RULES = ("keep", "tuned", "keep_several", "keep_fit", "keep_several_fit")
+RELEVANCE = ROOT / "bench" / "results" / "tool_relevance.json"  # bench/tool_relevance.py: tau, similarities
+NO_CALL = ("irrelevance", "live_irrelevance")  # BFCL scores a reply with no call right there, wrong elsewhere
+PAIRS = (("keep_several", "keep"), ("keep_fit", "keep"), ("keep_several_fit", "keep_several"))  # (rule, control)
 
 
 def base_declined(record: dict, rule: str) -> bool:
@@ -79,9 +87,28 @@ def several_replies(split: str, base: dict[str, dict]) -> tuple[dict[str, dict],
     return kept, set(forms)
 
 
-def gated_reply(b: dict, a: dict, rule: str, several: dict | None = None) -> dict:
+def tools_fit(split: str) -> dict[str, bool]:
+    """entry -> whether the tool-relevance gate (its tau chosen on the training half) offers the tools."""
+    if not RELEVANCE.exists():
+        return {}
+    chosen = json.loads(RELEVANCE.read_text())
+    tau = chosen["gate"]["tau"]
+    return {i: sim >= tau for rows in chosen["similarity"][split].values() for i, sim in rows.items()}
+
+
+def no_tools_reply(b: dict) -> dict:
+    """The base's reply asked without tools, as BFCL scores it: no call, right only where none is due."""
+    right = b["category"] in NO_CALL
+    return {"id": b["id"], "category": b["category"], "calls": [], "parse_error": None, "valid": right,
+            "error_type": None if right else "kate:no_tool_offered"}  # fmt: skip
+
+
+def gated_reply(b: dict, a: dict, rule: str, several: dict | None = None, fits: bool = True) -> dict:
     """The reply the gate keeps from the base's ``b`` (its Python-form reply with several calls, ``several``,
-    in its stead where there is one) and the adapter's ``a``."""
+    in its stead where there is one) and the adapter's ``a``; where no tool fits (``fits`` False), the
+    base's reply without tools."""
+    if not fits:
+        return no_tools_reply(b)
     b = several or b
     if base_declined(b, rule) or not attempts_call(a):
         return b
@@ -101,16 +128,17 @@ def error_kind(record: dict) -> str:
 
 
 def replay(base: dict[str, dict], adapter: dict[str, dict], real: dict[str, dict], rule: str,
-           forms: tuple[dict[str, dict], set[str]] | None = None) -> dict:  # fmt: skip
+           forms: tuple[dict[str, dict], set[str]] | None = None, fits: dict[str, bool] | None = None) -> dict:
     cells: dict[str, dict] = {}
     several, covered = forms or ({}, set(base))
     for i in sorted(set(base) & set(adapter) & covered):
         b, a = base[i], adapter[i]
-        kept = gated_reply(b, a, rule, several.get(i))
+        kept = gated_reply(b, a, rule, several.get(i), (fits or {}).get(i, True))
         g, d = bool(kept["valid"]), bool(b["valid"])
         cell = cells.setdefault(b["category"], {"n": 0, "base": 0, "adapter": 0, "gate": 0, "fixed": 0, "broken": 0,
                                                  "base_declined": 0, "adapter_answered": 0, "real_n": 0, "real": 0,
-                                                 "real_base": 0, "real_agrees": 0, "base_several": 0})
+                                                 "real_base": 0, "real_agrees": 0, "base_several": 0,
+                                                 "no_tool_fits": 0})
         cell["n"] += 1
         cell["base"] += d
         cell["adapter"] += bool(a["valid"])
@@ -124,6 +152,7 @@ def replay(base: dict[str, dict], adapter: dict[str, dict], real: dict[str, dict
         cell["base_declined"] += base_declined(kept, rule) and kept is not a
         cell["adapter_answered"] += not base_declined(b, rule) and not attempts_call(a)
         cell["base_several"] += i in several and kept is several[i]
+        cell["no_tool_fits"] += not (fits or {}).get(i, True)
         if i in real:
             cell["real_n"] += 1
             cell["real"] += bool(real[i]["valid"])
@@ -134,25 +163,33 @@ def replay(base: dict[str, dict], adapter: dict[str, dict], real: dict[str, dict
     return dict(sorted(cells.items()))
 
 
-def several_against_keep(base: dict[str, dict], adapter: dict[str, dict], forms: tuple[dict[str, dict], set[str]]) -> dict:
-    """``keep_several`` paired with ``keep`` on the entries it covers: per category (and in all) the entries
+def against(base: dict[str, dict], adapter: dict[str, dict], rule: str, control: str,
+            forms: tuple[dict[str, dict], set[str]], fits: dict[str, bool]) -> dict:  # fmt: skip
+    """``rule`` paired with ``control`` on the entries both cover: per category (and in all) the entries
     it fixes and breaks, with the exact sign test."""
     several, covered = forms
+    both = set(base) & set(adapter) & (covered if "several" in f"{rule} {control}" else set(base))
+
+    def right(r: str, i: str) -> bool:
+        pick = several.get(i) if "several" in r else None
+        return bool(gated_reply(base[i], adapter[i], r, pick, fits.get(i, True) if r.endswith("_fit") else True)["valid"])
+
     cells: dict[str, dict] = {}
-    for i in sorted(set(base) & set(adapter) & covered):
-        keep = bool(gated_reply(base[i], adapter[i], "keep")["valid"])
-        mine = bool(gated_reply(base[i], adapter[i], "keep_several", several.get(i))["valid"])
-        cell = cells.setdefault(base[i]["category"], {"n": 0, "keep": 0, "keep_several": 0, "fixed": 0, "broken": 0})
-        cell["n"], cell["keep"], cell["keep_several"] = cell["n"] + 1, cell["keep"] + keep, cell["keep_several"] + mine
+    for i in sorted(both):
+        keep, mine = right(control, i), right(rule, i)
+        cell = cells.setdefault(base[i]["category"], {"n": 0, control: 0, rule: 0, "fixed": 0, "broken": 0})
+        cell["n"], cell[control], cell[rule] = cell["n"] + 1, cell[control] + keep, cell[rule] + mine
         cell["fixed"], cell["broken"] = cell["fixed"] + (mine and not keep), cell["broken"] + (keep and not mine)
-    total = {k: sum(c[k] for c in cells.values()) for k in ("n", "keep", "keep_several", "fixed", "broken")}
+    for cell in cells.values():
+        cell["sign_test_p"] = float(f"{sign_test(cell['fixed'], cell['broken']):.3g}")
+    total = {k: sum(c[k] for c in cells.values()) for k in ("n", control, rule, "fixed", "broken")}
     total["sign_test_p"] = float(f"{sign_test(total['fixed'], total['broken']):.3g}")
     return {"total": total, "per_category": dict(sorted(cells.items()))}
 
 
 def totals(cells: dict[str, dict]) -> dict:
     keys = ("n", "base", "adapter", "gate", "fixed", "broken", "base_declined", "adapter_answered", "real_n", "real",
-            "real_base", "real_agrees", "base_several")
+            "real_base", "real_agrees", "base_several", "no_tool_fits")
     out = {k: sum(c[k] for c in cells.values()) for k in keys}
     out["sign_test_p"] = float(f"{sign_test(out['fixed'], out['broken']):.3g}")
     for side in ("fixed_kinds", "broken_kinds"):
@@ -183,19 +220,24 @@ def main() -> None:
             continue
         runs = {"base": base_dir, "adapter": adapter_dir, **{f"real_{r}": d for r, d in real_dirs.items()}}
         out["splits"][split] = {"runs": {k: str(d.relative_to(ROOT)) for k, d in runs.items()}}
-        forms = several_replies(split, base)
+        forms, fits = several_replies(split, base), tools_fit(split)
         out["splits"][split]["base_native_several"] = sum(len(r.get("calls") or []) >= 2 for r in base.values())
         out["splits"][split]["runs"]["base_python_form"] = str(FORMS[split][0].relative_to(ROOT))
         for rule in RULES:
+            if rule.endswith("_fit") and not fits:
+                continue
             real = records(real_dirs[rule]) if rule in real_dirs else {}
-            cells = replay(base, adapter, real, rule, forms if rule == "keep_several" else None)
+            cells = replay(base, adapter, real, rule, forms if "several" in rule else None,
+                           fits if rule.endswith("_fit") else None)
             out["splits"][split][rule] = {"total": totals(cells), "per_category": cells}
-        out["splits"][split]["keep_several_vs_keep"] = several_against_keep(base, adapter, forms)
+        for rule, control in PAIRS:
+            if not rule.endswith("_fit") or fits:
+                out["splits"][split][f"{rule}_vs_{control}"] = against(base, adapter, rule, control, forms, fits)
     atomic_write_json(OUT, out)
     if "test" in out["splits"]:
         plot(out["splits"]["test"]["keep"]["per_category"])
-    print(json.dumps({s: {r: v[r]["total"] for r in (*RULES, "keep_several_vs_keep")} for s, v in out["splits"].items()},
-                     indent=1))
+    print(json.dumps({s: {r: t["total"] for r, t in v.items() if isinstance(t, dict) and "total" in t}
+                      for s, v in out["splits"].items()}, indent=1))
 
 
 if __name__ == "__main__":

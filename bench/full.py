@@ -57,7 +57,8 @@ PARTS = {"single": (list(SINGLE_TURN), "test", None), "multi": (["multi_turn_bas
 # forms differ, the parallel categories (and multiple, which the gate is there to protect)
 PARALLEL = ("parallel", "parallel_multiple", "live_parallel", "live_parallel_multiple")
 FIRST = {"both": PARALLEL, "both_gated": (*PARALLEL, "multiple"), "grpo_answers": ("irrelevance", "live_irrelevance"),
-         "grpo_gated": ("irrelevance", "live_irrelevance"), "grpo_gated_forms": (*PARALLEL, "multiple")}
+         "grpo_gated": ("irrelevance", "live_irrelevance"), "grpo_gated_forms": (*PARALLEL, "multiple"),
+         "default_model": ("irrelevance", "live_irrelevance")}
 ADOPTED = ROOT / "bench" / "runs" / "train" / "adopt.json"  # the adapter a user adopts (train_cpu.py adopt_choose)
 SELECTION = RESULTS / "adaptive_selection.json"  # the adaptive vote's chosen overrides (bench/adaptive_select.py)
 # arms that run with SELECTION's overrides, and wait until it exists; the selection set is single-turn, and
@@ -91,9 +92,12 @@ SCHEDULE: list[tuple[str, str, str, list[int], list[str]]] = [
     # that adapter with the base model's decision not to call kept (conf/arm/grpo_gated.yaml; checked on the
     # training half: bench/base_gate_replay.py); its irrelevance categories first, where the adapter lost
     ("grpo_gated", "grpo_gated", "single", [0], []),
-    # kate's default model (conf/llm/default.yaml): grpo_gated with the base also asked in the Python form where
+    # grpo_gated with the base also asked in the Python form where
     # several calls are expected (chosen on the training half: bench/base_gate_replay.py); parallel categories first
     ("grpo_gated_forms", "grpo_gated_forms", "single", [0], []),
+    # kate's default model (conf/llm/default.yaml): grpo_gated_forms with the tool-relevance gate
+    # (bench/tool_relevance.py); the irrelevance categories first, where the gate offers no tool on some entries
+    ("default_model", "default_model", "single", [0], []),
     ("sft_answers", "direct", "single", [0], [f"llm.lora={ADAPTERS['sft_answers']}"]),
     ("st_w8a", "st_w8a", "single", [1, 2], []),
     ("st_w8v", "st_w8v", "single", [1, 2], []),

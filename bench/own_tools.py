@@ -21,8 +21,9 @@ with kate eval's loop settings except ``max_steps=4`` (see ``kate.eval.own_tools
 * ``grpo_gated_answer``: the GRPO-answers adapter with its base model deciding whether to call at a turn's
   start (conf/arm/grpo_gated.yaml), with the turn-end options; ``grpo_gated_tuned_answer``: the same with the
   base's malformed call left to the adapter (``llm.base_malformed=tuned``).
-* ``default_answer``: kate's default model (conf/arm/grpo_gated_forms.yaml): ``grpo_gated_answer`` with the
-  base also asked in BFCL's Python form where the call-count predictor expects several calls.
+* ``forms_answer``: ``grpo_gated_answer`` with the base also asked in BFCL's Python form where the call-count
+  predictor expects several calls (conf/arm/grpo_gated_forms.yaml); ``default_answer``: kate's default model,
+  which adds the tool-relevance gate (conf/arm/default_model.yaml).
 * ``st_answer``: ``direct_answer`` with ST knowledge from the train half (conf/arm/own_tools_st.yaml,
   built by ``bench/own_tools_kb.py``; on the train half each question's own example is excluded).
 

@@ -3,7 +3,8 @@ adapter kate ships for it (``DEFAULT_ADAPTER``, trained to answer after tool res
 base model at each turn's start (``kate.llm.base_gated``: the base decides whether to call, the adapter
 what to call), the base also asked in BFCL's Python form where the call-count predictor of the training
 halves' knowledge base (``SEVERAL_CALLS_KB``) expects several calls, its reply with several calls standing
-against an adapter reply with fewer. The Python API's ``default_model()``, ``conf/llm/default.yaml``
+against an adapter reply with fewer; and where no offered tool reads like the request (the tool-relevance
+gate, ``RELEVANCE_TAU``), the base answers without tools. The Python API's ``default_model()``, ``conf/llm/default.yaml``
 (``kate serve``, ``kate main``'s ``adapter`` arm) and the quickstart are this one configuration; why it is
 the default, with its measurements: docs/training.md."""
 
@@ -16,17 +17,21 @@ from kate.llm.base_gated import BaseGated
 from kate.llm.base_gated_llamacpp import base_gated_llamacpp
 from kate.llm.registry import DEFAULT_AGENT_MODEL
 from kate.retrieval.call_count import SeveralCallsGate
+from kate.retrieval.relevance import ToolRelevanceGate
 
 DEFAULT_ADAPTER = "qwen2.5-coder-0.5b-grpo-answers"  # kate.llm.adapters.ADAPTERS, sha256 pinned
 BASE_TOOL_PROMPT = "both"  # the base's tool prompt (kate.llm.tool_prompt)
 SEVERAL_CALLS_KB = Path(__file__).resolve().parents[1] / "knowledge_bases" / "bfcl_train"  # committed
+RELEVANCE_TAU = 0.04  # bench/tool_relevance.py's choice on the training halves (conf/llm/default.yaml's too)
 
 
 def default_model(**settings: Any) -> BaseGated:
     """The default model as a chat client: two llama.cpp engines on the default model's file (the
     shipped adapter's and the base's), both verified; ``settings`` are ``LlamaCppChatModel``'s
     (``n_ctx``, ``max_parallel``, ...) and ``base_gated_llamacpp``'s (``base_malformed``, ...)."""
-    forms = {"base_tool_prompt": BASE_TOOL_PROMPT}
+    gates = {"base_tool_prompt": BASE_TOOL_PROMPT}
     if "base_several_calls" not in settings:
-        forms["base_several_calls"] = SeveralCallsGate(str(SEVERAL_CALLS_KB))
-    return base_gated_llamacpp(DEFAULT_AGENT_MODEL, lora=DEFAULT_ADAPTER, **{**forms, **settings})
+        gates["base_several_calls"] = SeveralCallsGate(str(SEVERAL_CALLS_KB))
+    if "tools_fit" not in settings:
+        gates["tools_fit"] = ToolRelevanceGate(tau=RELEVANCE_TAU)
+    return base_gated_llamacpp(DEFAULT_AGENT_MODEL, lora=DEFAULT_ADAPTER, **{**gates, **settings})

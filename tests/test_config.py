@@ -87,17 +87,18 @@ def test_every_named_arm_composes_into_a_policy_config(arm):
     assert loop_settings(c).max_steps == 20
     if arm == "st_w8":
         assert sampler.aggregate == "majority"  # the vote its committed records were measured with
-    no_knowledge = {"direct", "w8v", "python", "both", "both_gated", "grpo_gated", "grpo_gated_forms"}
+    no_knowledge = {"direct", "w8v", "python", "both", "both_gated", "grpo_gated", "grpo_gated_forms", "default_model"}
     assert bool(c["knowledge"]) == (arm not in no_knowledge and not arm.startswith("brief"))
     assert c["llm"].get("tool_prompt", "native") == {"python": "python", "both": "both", "both_gated": "both"}.get(
         arm, "native")
     if "brief" in arm:
         assert c["llm"]["_target_"] == "kate.llm.brief_llamacpp.brief_llamacpp"
         assert c["llm"]["budget"] == (16 if arm.endswith("16") else 32) and c["llm"]["opener"].startswith("<think>\n")
-    if arm.startswith("grpo_gated"):
+    if arm.startswith("grpo_gated") or arm == "default_model":
         assert c["llm"]["_target_"] == "kate.llm.base_gated_llamacpp.base_gated_llamacpp"
         assert (CONF_DIR.parent / c["llm"]["lora"]).is_file()
-        assert c["llm"].get("base_tool_prompt") == ("both" if arm == "grpo_gated_forms" else None)
+        assert c["llm"].get("base_tool_prompt") == (None if arm == "grpo_gated" else "both")
+        assert (c["llm"].get("tools_fit") is not None) == (arm == "default_model")
 
 
 def test_evaluation_suites_compose():

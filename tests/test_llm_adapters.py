@@ -5,6 +5,7 @@ gated by its base."""
 
 from __future__ import annotations
 
+import json
 import shutil
 
 import pytest
@@ -57,10 +58,15 @@ def test_the_llama_cpp_client_takes_the_name(tmp_path):
         model.close()
 
 
+def weather_tool() -> dict:
+    return {"type": "function", "function": {"name": "get_weather", "description": "Current weather in a city",
+            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}
+
+
 @pytest.mark.model
 def test_the_default_model_is_the_shipped_adapter_gated_by_its_base():
     from kate.llm.base_gated import BaseGated
-    from kate.default import DEFAULT_ADAPTER, SEVERAL_CALLS_KB, default_model
+    from kate.default import DEFAULT_ADAPTER, RELEVANCE_TAU, SEVERAL_CALLS_KB, default_model
     from kate.llm.identity import model_identity
     from kate.llm.registry import DEFAULT_AGENT_MODEL
 
@@ -71,10 +77,12 @@ def test_the_default_model_is_the_shipped_adapter_gated_by_its_base():
         assert model.base.name == DEFAULT_AGENT_MODEL and "prefill" in model.options  # the answering loop settings
         assert model.base.tool_prompt == "both" and model.base_several and model.model.tool_prompt == "native"
         assert model.base.several_calls.kb == str(SEVERAL_CALLS_KB)  # the committed training halves' base
-        weather = {"type": "function", "function": {"name": "get_weather", "description": "Current weather in a city",
-                   "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}
+        assert model.tools_fit.tau == RELEVANCE_TAU
+        chat = [{"role": "user", "content": "Who wrote the Iliad?"}]
+        [answer] = model.chat(chat, [weather_tool()])  # no tool reads like the request: none is offered
+        assert not answer.tool_calls and answer.text.strip()
         ask = [{"role": "user", "content": "Get the current weather for Tokyo, Berlin and Lima respectively."}]
-        [reply] = model.chat(ask, [weather])
+        [reply] = model.chat(ask, [weather_tool()])
         assert model.base.several_calls(ask)  # the predictor expects several: the base's Python form is asked too
         assert [(c.name, c.arguments["city"]) for c in reply.tool_calls] == [
             ("get_weather", "Tokyo"), ("get_weather", "Berlin"), ("get_weather", "Lima")]
@@ -86,7 +94,7 @@ def test_the_default_model_is_the_one_kate_serve_and_kate_main_load():
     from hydra import compose, initialize_config_dir
 
     from kate.cli import CONF_DIR
-    from kate.default import BASE_TOOL_PROMPT, DEFAULT_ADAPTER, SEVERAL_CALLS_KB
+    from kate.default import BASE_TOOL_PROMPT, DEFAULT_ADAPTER, RELEVANCE_TAU, SEVERAL_CALLS_KB
 
     with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
         served, main = compose("serve").llm, compose("main").arms.adapter.llm
@@ -94,3 +102,6 @@ def test_the_default_model_is_the_one_kate_serve_and_kate_main_load():
         assert llm.lora == DEFAULT_ADAPTER and DEFAULT_ADAPTER in ADAPTERS
         assert llm.base_tool_prompt == BASE_TOOL_PROMPT and llm.base_malformed == "keep"
         assert CONF_DIR.parent / llm.base_several_calls.kb == SEVERAL_CALLS_KB and llm.base_several_calls.p == 0.5
+        assert llm.tools_fit.tau == RELEVANCE_TAU
+    chosen = json.loads((CONF_DIR.parent / "bench" / "results" / "tool_relevance.json").read_text())
+    assert chosen["gate"]["tau"] == RELEVANCE_TAU  # the value bench/tool_relevance.py chose on the training halves

@@ -67,6 +67,27 @@ def test_with_base_several_the_bases_several_calls_stand_against_a_tuned_sample_
     assert BaseGated(FakeChatModel(script=[], name="tuned"), b, base_several=True).name == "tuned+base-gate+several"
 
 
+def test_where_no_tool_fits_the_base_answers_without_tools_and_the_tuned_model_is_not_asked():
+    seen = []
+
+    def fits(messages, tools):
+        seen.append((messages[-1]["content"], [t["function"]["name"] for t in tools]))
+        return "2 + 3" in messages[-1]["content"]
+
+    t, b = FakeChatModel(script=[CALL, OTHER_CALL]), FakeChatModel(script=["Paris is in France.", CALL])
+    model = BaseGated(t, b, tools_fit=fits)
+    replies = model.chat([{"role": "user", "content": "Where is Paris?"}], [CALCULATOR], n=2, temperature=1.0)
+    assert [c.text for c in replies] == ["Paris is in France."] * 2 and not replies[0].tool_calls
+    assert b.requests[-1]["tools"] is None and not t.requests  # asked without tools; the tuned model not at all
+    assert replies[1].usage.completion_tokens == 0  # one reply drawn, counted once
+    [c] = model.chat(USER, [CALCULATOR])  # a request a tool fits: the gate as before
+    assert c.text == CALL and seen[-1] == ("What is 2 + 3?", ["calculator"])
+    assert len(model.chat(AFTER_RESULT, [CALCULATOR])) == 1 and len(seen) == 2  # not asked after a tool result
+    assert model.runtime()["base_gate"]["tools_fit"].startswith("<function")
+    with pytest.raises(TypeError, match="tools_fit must be callable"):
+        BaseGated(t, b, tools_fit="yes")
+
+
 def test_a_malformed_base_call_is_kept_or_left_to_the_tuned_model_as_configured():
     model, _, _ = _gated([CALL], [MALFORMED])
     [c] = model.chat(USER, [CALCULATOR])

@@ -32,6 +32,13 @@ class SeveralCallsSchema:
 
 
 @dataclass
+class ToolRelevanceSchema:
+    _target_: str = help_field("the gate class", "kate.retrieval.relevance.ToolRelevanceGate")
+    tau: float = help_field("the best request-to-tool cosine similarity at which a tool may fit", 0.04)
+    model: str = help_field("the sentence embedder (a kate model name or a local folder)", "all-minilm-l6-v2")
+
+
+@dataclass
 class LlamaCppSchema:
     _target_: str = help_field("the client class", "kate.llm.llamacpp.LlamaCppChatModel")
     model: str = unset("a kate model name (`kate models list`) or a .gguf path")
@@ -123,6 +130,9 @@ class BaseGatedSchema(LlamaCppSchema):
         "reply with fewer")
     base_several_calls: Optional[SeveralCallsSchema] = unset(
         "the base's own several-calls gate (kate.retrieval.call_count.SeveralCallsGate); null: several_calls")
+    tools_fit: Optional[ToolRelevanceSchema] = unset(
+        "a gate on the request and the offered tools (kate.retrieval.relevance.ToolRelevanceGate): where it says "
+        "no tool fits, at a turn's start, the base model answers without tools; null: none")
 
 
 # option of conf/llm/ -> its schema (stored as llm/<option>_schema); the class each one types

@@ -33,9 +33,11 @@ ARMS = {"direct": ("greedy", []), "w8v": ("width", []), "direct_answer": ("greed
         # with the turn-end options (a policy's defaults); _tuned: the base's malformed call left to the adapter
         "grpo_gated_answer": ("greedy", [*TURN_END, "arm=grpo_gated"]),
         "grpo_gated_tuned_answer": ("greedy", [*TURN_END, "arm=grpo_gated", "llm.base_malformed=tuned"]),
-        # kate's default model (conf/llm/default.yaml): the gate, the base also asked in the Python form where the
-        # call-count predictor expects several calls (conf/arm/grpo_gated_forms.yaml)
-        "default_answer": ("greedy", [*TURN_END, "arm=grpo_gated_forms"])}  # fmt: skip
+        # the gate, the base also asked in the Python form where the call-count predictor expects several calls
+        # (conf/arm/grpo_gated_forms.yaml); then kate's default model, which adds the tool-relevance gate
+        # (conf/arm/default_model.yaml, conf/llm/default.yaml)
+        "forms_answer": ("greedy", [*TURN_END, "arm=grpo_gated_forms"]),
+        "default_answer": ("greedy", [*TURN_END, "arm=default_model"])}  # fmt: skip
 # under the benchmark folder (bench/): the default model's runs and results files
 RUNS = {"train": Path("runs/own_tools"), "test": Path("runs/own_tools/test")}
 RESULT = {"train": Path("results/own_tools_baseline.json"), "test": Path("results/own_tools_test.json")}

@@ -59,7 +59,6 @@ def _own_tools(root: Path) -> Headline:
     arms = _load(root, "own_tools_test.json")["arms"]
     parts = [f"{label} {round(arms[a]['answer_ok_share'] * arms[a]['n'])}/{arms[a]['n']}"
              for a, label in (("direct_answer", "turn-end loop settings"), ("grpo_answers_direct", "GRPO adapter"),
-                              ("grpo_gated_answer", "the adapter gated by the base"),
                               ("default_answer", "the default model")) if a in arms]
     return Headline("Own tools (5 plain Python functions), test half, 0.5B: right final answers",
                     ", ".join(parts), str(arms["direct_answer"]["n"]), ("own_tools_test.json",))

@@ -22,6 +22,11 @@ several-calls gate, kate.llm.tool_prompt): the base writes several calls in BFCL
 request needs them, and the adapter, trained on one-call JSON replies, often writes one. Chosen on the
 training half (bench/base_gate_replay.py, docs/training.md).
 
+``tools_fit``: a gate on the request and the offered tools (kate.retrieval.relevance.ToolRelevanceGate:
+does the request read like any tool's description?). Where it says no tool fits, at a turn's start,
+the base model is asked without the tools and its reply is returned ``n`` times; the tuned model is
+not asked.
+
 ``base_malformed`` says what a malformed call of the base is: ``keep`` (a reply with no readable
 call, kept, as BFCL scores it) or ``tuned`` (an attempt to call: the tuned model's samples at once).
 Under ``keep``, when a loop then sends the kept reply back with its feedback (kate's note on an
@@ -41,11 +46,14 @@ import hashlib
 import json
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import Any
 
 from kate.llm.base import ChatModel, Completion, Message, ToolSchema, Usage, check_sampling_args, completion_from_text
+
+ToolsFit = Callable[[list[Message], list[ToolSchema]], bool]  # does any offered tool fit the request?
 
 
 def opens_turn(messages: list[Message], formats: tuple[str, ...] = ("hermes", "json")) -> bool:
@@ -100,11 +108,15 @@ class BaseGated:
     module's docstring). ``name``: null gives ``<tuned name>+base-gate``."""
 
     def __init__(self, tuned: ChatModel, base: ChatModel, *, base_malformed: str = "keep",
-                 base_several: bool = False, name: str | None = None) -> None:  # fmt: skip
+                 base_several: bool = False, tools_fit: ToolsFit | None = None,
+                 name: str | None = None) -> None:  # fmt: skip
         if base_malformed not in BASE_MALFORMED:
             raise ValueError(f"base_malformed must be one of {BASE_MALFORMED}, got {base_malformed!r}")
         self.base_malformed = base_malformed
         self.base_several = bool(base_several)
+        if tools_fit is not None and not callable(tools_fit):
+            raise TypeError(f"BaseGated: tools_fit must be callable (messages, tools) -> bool, got {tools_fit!r}")
+        self.tools_fit = tools_fit
         for role, model in (("tuned", tuned), ("base", base)):
             if not callable(getattr(model, "chat", None)):
                 raise TypeError(f"BaseGated: {role} must be a chat model (a chat() method), got {model!r}")
@@ -117,7 +129,7 @@ class BaseGated:
         self.options = tuple(o for o in getattr(tuned, "options", ()) if o in getattr(base, "options", ()))
 
     def __getattr__(self, item: str) -> Any:  # path, lora_sha256, tool_prompt: what identities and runs read
-        if item in ("model", "base", "_held", "_lock"):
+        if item in ("model", "base", "_held", "_lock", "tools_fit"):
             raise AttributeError(item)
         return getattr(self.model, item)
 
@@ -128,6 +140,9 @@ class BaseGated:
         info["base_gate"] = {"base": base, "base_malformed": self.base_malformed}
         if self.base_several:
             info["base_gate"]["base_several"] = True
+        if self.tools_fit is not None:
+            describe = getattr(self.tools_fit, "describe", None)
+            info["base_gate"]["tools_fit"] = describe() if callable(describe) else repr(self.tools_fit)
             info["base_gate"]["base_tool_prompt"] = getattr(self.base, "tool_prompt", None)
         return info
 
@@ -159,6 +174,9 @@ class BaseGated:
         if not tools or not opens_turn(messages, self.formats):
             return self.model.chat(messages, tools, **kwargs)
         greedy = {k: v for k, v in options.items() if k not in ("seed", "top_p")}
+        if self.tools_fit is not None and not self.tools_fit(messages, tools):  # no tool fits: none is offered
+            [reply] = self.base.chat(messages, None, n=1, temperature=0.0, max_tokens=max_tokens, **greedy)
+            return [reply, *[replace(reply, usage=Usage()) for _ in range(n - 1)]]
         with ThreadPoolExecutor(2) as pool:
             tuned = pool.submit(self.model.chat, messages, tools, **kwargs)
             base = pool.submit(self.base.chat, messages, tools, n=1, temperature=0.0, max_tokens=max_tokens, **greedy)

@@ -10,7 +10,8 @@ both engines. ``base_tool_prompt`` and ``base_several_calls`` are the base's own
 ``several_calls`` (default: the shared ones): with ``base_tool_prompt="both"`` the base is also asked in
 BFCL's Python form where the several-calls gate expects several calls, and its reply with several calls
 stands against an adapter reply with fewer (``BaseGated``'s ``base_several``). Its signature is the
-client's parameters plus these three (``check_target`` and the schema test read it).
+client's parameters plus these three and ``tools_fit`` (``BaseGated``'s; ``check_target`` and the schema
+test read it).
 """
 
 from __future__ import annotations
@@ -20,14 +21,14 @@ from collections.abc import Callable
 from typing import Any
 
 from kate.llm.base import Message
-from kate.llm.base_gated import BaseGated
+from kate.llm.base_gated import BaseGated, ToolsFit
 from kate.llm.llamacpp import LlamaCppChatModel
 
 
 def base_gated_llamacpp(
     model: str, *, lora: str | None = None, lora_scale: float = 1.0, base_malformed: str = "keep",
     base_tool_prompt: str | None = None, base_several_calls: Callable[[list[Message]], bool] | None = None,
-    name: str | None = None, **settings: Any,
+    tools_fit: ToolsFit | None = None, name: str | None = None, **settings: Any,
 ) -> BaseGated:
     """A llama.cpp client on ``lora`` whose decision not to call, at a turn's start, is the base model's."""
     if not lora:
@@ -36,13 +37,14 @@ def base_gated_llamacpp(
     base_settings = {**settings, **{k: v for k, v in own.items() if v is not None}}
     tuned = LlamaCppChatModel(model, lora=lora, lora_scale=lora_scale, **settings)
     base = LlamaCppChatModel(model, **base_settings)
-    return BaseGated(tuned, base, base_malformed=base_malformed, base_several=base.tool_prompt == "both", name=name)
+    return BaseGated(tuned, base, base_malformed=base_malformed, base_several=base.tool_prompt == "both",
+                     tools_fit=tools_fit, name=name)
 
 
 def _signature() -> inspect.Signature:
     client = list(inspect.signature(LlamaCppChatModel).parameters.values())
     mine = inspect.signature(base_gated_llamacpp).parameters
-    own = [mine[k] for k in ("base_malformed", "base_tool_prompt", "base_several_calls")]
+    own = [mine[k] for k in ("base_malformed", "base_tool_prompt", "base_several_calls", "tools_fit")]
     return inspect.Signature([*client, *own], return_annotation=BaseGated)
 
 

@@ -28,10 +28,11 @@ def model_identity(model: Any) -> dict[str, Any]:
     if lora:  # a LoRA adapter on the base: another model, whatever the client is named
         identity["lora_sha256"] = lora
         identity["lora_scale"] = getattr(model, "lora_scale", 1.0)
-    gate = getattr(model, "several_calls", None)
-    if gate is not None:  # tool_prompt=both's gate decides which reply is kept: what it was fitted on counts
-        describe = getattr(gate, "describe", None)
-        identity["several_calls"] = describe() if callable(describe) else repr(gate)
+    for key in ("several_calls", "tools_fit"):  # gates that decide what is kept or asked: what they were fitted
+        gate = getattr(model, key, None)  # on counts (tool_prompt=both's; the base gate's tool relevance)
+        if gate is not None:
+            describe = getattr(gate, "describe", None)
+            identity[key] = describe() if callable(describe) else repr(gate)
     return identity
 
 
