@@ -7,13 +7,20 @@ training half by a rule set before any result of the gate existed: the largest o
 to 0.30 at which every call-due category with 20 or more training entries keeps at least 95% of them
 at or above it (a gate that abstains on at most 1 in 20 requests that need a call, category by
 category). The test half's similarities are written beside, for bench/base_gate_replay.py, which
-replays the gate on the models' stored replies; nothing here reads a model's reply.
+replays the gate on the models' stored replies.
 
-    .venv/bin/python bench/tool_relevance.py     # writes bench/results/tool_relevance.json and .png
+On the training half, what the gate does to the base model's decision to call is read off
+bench/first_token_gate.py's records (the first 40 training entries of each category, the greedy
+reply's first token: does it open a call?): per category, how many decisions are right (a call where
+one is due, none where none is), without and with the gate (``decisions``).
+
+    .venv/bin/python bench/tool_relevance.py                 # writes bench/results/tool_relevance.json and .png
+    .venv/bin/python bench/tool_relevance.py --report-only   # the decisions again from the stored similarities
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 from pathlib import Path
 
@@ -30,6 +37,7 @@ NO_CALL = ("irrelevance", "live_irrelevance")  # the categories whose right repl
 GRID = [k / 100 for k in range(31)]
 KEEP = 0.95  # each call-due training category keeps this share at or above tau
 MIN_N = 20  # categories smaller than this do not bind the rule (8 entries: one is 12.5%)
+DECISIONS = ROOT / "bench" / "runs" / "first_token_gate" / "train.jsonl"  # the base's greedy first token, per entry
 
 
 def similarities(gate: ToolRelevanceGate, split: str) -> dict[str, dict[str, float]]:
@@ -81,7 +89,31 @@ def plot(shares: dict[str, dict[str, float]], tau: float) -> None:
     plt.close(fig)
 
 
+def decisions(train: dict[str, dict[str, float]], tau: float) -> dict:
+    """Per category (and in all): n, the base's right call / no-call decisions, the same with the gate (no
+    call where the best similarity is below tau), fixed and broken, and the entries the gate closed."""
+    cells: dict[str, dict] = {}
+    for line in DECISIONS.read_text().splitlines():
+        row = json.loads(line)
+        due, fits = row["category"] not in NO_CALL, train[row["category"]][row["id"]] >= tau
+        base, gated = row["would_call"] == due, (row["would_call"] and fits) == due
+        cell = cells.setdefault(row["category"], {"n": 0, "base": 0, "gated": 0, "fixed": 0, "broken": 0, "closed": 0})
+        for key, add in (("n", 1), ("base", base), ("gated", gated), ("fixed", gated and not base),
+                         ("broken", base and not gated), ("closed", not fits)):  # fmt: skip
+            cell[key] += add
+    total = {k: sum(c[k] for c in cells.values()) for k in ("n", "base", "gated", "fixed", "broken", "closed")}
+    return {"source": str(DECISIONS.relative_to(ROOT)), "total": total, "per_category": cells}
+
+
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--report-only", action="store_true", help="reuse the stored similarities")
+    if parser.parse_args().report_only:
+        out = json.loads(OUT.read_text())
+        out["decisions"] = decisions(out["similarity"]["train"], out["gate"]["tau"])
+        atomic_write_json(OUT, out)
+        print(json.dumps(out["decisions"]["total"]))
+        return
     gate = ToolRelevanceGate(embedder=Embedder(threads=1))  # one thread: a benchmark may run beside it
     sims = {split: similarities(gate, split) for split in ("train", "test")}
     tau = choose_tau(sims["train"])
@@ -90,6 +122,7 @@ def main() -> None:
                                                            "min_n": MIN_N},
            "below_tau": {split: below(s, tau) for split, s in sims.items()},
            "n": {split: {c: len(rows) for c, rows in s.items()} for split, s in sims.items()},
+           "decisions": decisions(sims["train"], tau),
            "similarity": sims}  # fmt: skip
     atomic_write_json(OUT, out)
     plot(out["below_tau"], tau)
