@@ -89,6 +89,14 @@ def plot(shares: dict[str, dict[str, float]], tau: float) -> None:
     plt.close(fig)
 
 
+def grid_table(train: dict[str, dict[str, float]]) -> dict[str, dict]:
+    """For every tau on the grid (training half): the share below it per category, and pooled over the
+    call-due entries: what a higher threshold would close."""
+    due = [v for c, rows in train.items() if c not in NO_CALL for v in rows.values()]
+    return {f"{t:.2f}": {**below(train, t), "call_due_pooled": round(sum(v < t for v in due) / len(due), 4)}
+            for t in GRID}  # fmt: skip
+
+
 def decisions(train: dict[str, dict[str, float]], tau: float) -> dict:
     """Per category (and in all): n, the base's right call / no-call decisions, the same with the gate (no
     call where the best similarity is below tau), fixed and broken, and the entries the gate closed."""
@@ -111,6 +119,7 @@ def main() -> None:
     if parser.parse_args().report_only:
         out = json.loads(OUT.read_text())
         out["decisions"] = decisions(out["similarity"]["train"], out["gate"]["tau"])
+        out["below_grid_train"] = grid_table(out["similarity"]["train"])
         atomic_write_json(OUT, out)
         print(json.dumps(out["decisions"]["total"]))
         return
@@ -123,6 +132,7 @@ def main() -> None:
            "below_tau": {split: below(s, tau) for split, s in sims.items()},
            "n": {split: {c: len(rows) for c, rows in s.items()} for split, s in sims.items()},
            "decisions": decisions(sims["train"], tau),
+           "below_grid_train": grid_table(sims["train"]),
            "similarity": sims}  # fmt: skip
     atomic_write_json(OUT, out)
     plot(out["below_tau"], tau)
