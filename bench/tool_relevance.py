@@ -82,7 +82,7 @@ def plot(shares: dict[str, dict[str, float]], tau: float) -> None:
         ax.bar(xs, [100 * shares[split][c] for c in categories], 0.4, label=f"{split} half")
     ax.set_xticks(range(len(categories)), categories, rotation=30, ha="right")
     ax.set_ylabel(f"% of entries below tau = {tau}")
-    ax.set_title("Where the tool-relevance gate offers no tool (irrelevance categories: right to)", fontsize=9)
+    ax.set_title("Where the tool-relevance gate offers no tool (right on irrelevance and live_irrelevance)", fontsize=9)
     ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(PLOT, dpi=110)
@@ -121,6 +121,7 @@ def main() -> None:
         out["decisions"] = decisions(out["similarity"]["train"], out["gate"]["tau"])
         out["below_grid_train"] = grid_table(out["similarity"]["train"])
         atomic_write_json(OUT, out)
+        plot(out["below_tau"], out["gate"]["tau"])
         print(json.dumps(out["decisions"]["total"]))
         return
     gate = ToolRelevanceGate(embedder=Embedder(threads=1))  # one thread: a benchmark may run beside it
