@@ -16,6 +16,7 @@ from kate.llm.base_gated import BaseGated, declines, opens_turn
 from kate.llm.base_gated_llamacpp import base_gated_llamacpp  # at import: the client's signature unpatched
 from kate.llm.fake import FakeChatModel
 from kate.llm.identity import model_identity
+from kate.sampling.policy import GreedySampler
 
 from .conftest import CALCULATOR
 
@@ -65,6 +66,12 @@ def test_with_base_several_the_bases_several_calls_stand_against_a_tuned_sample_
     [c] = BaseGated(t, b, base_several=True).chat(USER, [CALCULATOR])
     assert c.text == OTHER_CALL  # one base call: the tuned call, as without base_several
     assert BaseGated(FakeChatModel(script=[], name="tuned"), b, base_several=True).name == "tuned+base-gate+several"
+    python = FakeChatModel(script=[], formats=("hermes", "json", "python_list"))
+    assert BaseGated(t, python).formats == ("hermes", "json", "python_list")  # a loop reads the base's form too
+    replies = BaseGated(FakeChatModel(script=[CALL]), FakeChatModel(script=["[calculator(expression='1+1'), "
+                        "calculator(expression='2+2')]"], formats=("python_list",)), base_several=True)
+    step = GreedySampler().act(replies, USER, [CALCULATOR], one_call=True)
+    assert [c.arguments for c in step.calls] == [{"expression": "1+1"}]  # one-call loops keep its first call
 
 
 def test_where_no_tool_fits_the_base_answers_without_tools_and_the_tuned_model_is_not_asked():

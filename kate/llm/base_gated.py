@@ -123,7 +123,9 @@ class BaseGated:
         self.model = tuned
         self.base = base
         self.name = name if name is not None else f"{tuned.name}+base-gate{'+several' if self.base_several else ''}"
-        self.formats = tuple(getattr(tuned, "formats", ("hermes", "json")))
+        # what the replies are read as: the tuned model's formats, then the base's (its Python form, where asked)
+        own = (*getattr(tuned, "formats", ("hermes", "json")), *getattr(base, "formats", ()))
+        self.formats = tuple(dict.fromkeys(own))
         self._held: OrderedDict[str, list[Completion]] = OrderedDict()  # turn_key -> the tuned samples
         self._lock = threading.Lock()
         self.options = tuple(o for o in getattr(tuned, "options", ()) if o in getattr(base, "options", ()))
