@@ -28,8 +28,8 @@ and the checker's error kinds of the wrong replies behind the fixed and the brok
 
 Training half: base = bench/tool_prompt.py's direct run, adapter and the real ``tuned`` gate =
 bench/train_half_arms.py (--arms grpo_answers, grpo_gated_tuned). Test half: bench/full.py's direct,
-grpo_answers, grpo_gated (``keep``) and grpo_gated_forms (``keep_several``) runs, over the entries that
-both the base and the adapter ran.
+grpo_answers, grpo_gated (``keep``), grpo_gated_forms (``keep_several``) and default_model
+(``keep_several_fit``) runs, over the entries that both the base and the adapter ran.
 """
 
 from __future__ import annotations
@@ -50,7 +50,9 @@ RUNS = ROOT / "bench" / "runs"
 SPLITS = {"train": (RUNS / "tool_prompt" / "direct", RUNS / "train_half" / "grpo_answers",
                     {"tuned": RUNS / "train_half" / "grpo_gated_tuned"}),
           "test": (RUNS / "full" / "direct", RUNS / "full" / "grpo_answers",
-                   {"keep": RUNS / "full" / "grpo_gated", "keep_several": RUNS / "full" / "grpo_gated_forms"})}
+                   {"keep": RUNS / "full" / "grpo_gated", "keep_several": RUNS / "full" / "grpo_gated_forms",
+                    "keep_fit": RUNS / "full" / "default_model", "keep_several_fit": RUNS / "full" / "default_model"})}
+# (keep_fit's real run is the default model's too: it differs only where the several-calls gate opens)
 # split -> the run holding the base's Python-form replies (keep_several), and whether the gate must be replayed
 FORMS = {"train": (RUNS / "tool_prompt" / "python", True), "test": (RUNS / "full" / "both_gated", False)}
 OUT = ROOT / "bench" / "results" / "base_gate_replay.json"
@@ -172,7 +174,8 @@ def against(base: dict[str, dict], adapter: dict[str, dict], rule: str, control:
 
     def right(r: str, i: str) -> bool:
         pick = several.get(i) if "several" in r else None
-        return bool(gated_reply(base[i], adapter[i], r, pick, fits.get(i, True) if r.endswith("_fit") else True)["valid"])
+        fit = fits.get(i, True) if r.endswith("_fit") else True
+        return bool(gated_reply(base[i], adapter[i], r, pick, fit)["valid"])
 
     cells: dict[str, dict] = {}
     for i in sorted(both):

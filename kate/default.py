@@ -1,12 +1,18 @@
 """The model kate's defaults run: the default local model (``registry.DEFAULT_AGENT_MODEL``) with the
 adapter kate ships for it (``DEFAULT_ADAPTER``, trained to answer after tool results), gated by the
 base model at each turn's start (``kate.llm.base_gated``: the base decides whether to call, the adapter
-what to call), the base also asked in BFCL's Python form where the call-count predictor of the training
-halves' knowledge base (``SEVERAL_CALLS_KB``) expects several calls, its reply with several calls standing
-against an adapter reply with fewer; and where no offered tool reads like the request (the tool-relevance
-gate, ``RELEVANCE_TAU``), the base answers without tools. The Python API's ``default_model()``, ``conf/llm/default.yaml``
-(``kate serve``, ``kate main``'s ``adapter`` arm) and the quickstart are this one configuration; why it is
-the default, with its measurements: docs/training.md."""
+what to call);
+
+* the base is also asked in BFCL's Python form where the call-count predictor of the training halves'
+  knowledge base (``SEVERAL_CALLS_KB``) expects several calls, and its reply with several calls stands
+  against an adapter reply with fewer;
+* where no offered tool reads like the request (the tool-relevance gate, ``RELEVANCE_TAU``), the base
+  answers without tools.
+
+The Python API's ``default_model()``, ``conf/llm/default.yaml`` (``kate serve``, ``kate main``'s
+``adapter`` arm) and the quickstart are this one configuration; why it is the default, with its
+measurements: docs/training.md. A module above ``kate.llm``: its gates are fitted and embedded by
+``kate.retrieval``."""
 
 from __future__ import annotations
 

@@ -15,12 +15,12 @@ no tool is due; its base model still declines there. ``BaseGated(tuned, base).ch
   memory where a tool is due: "The price of ACME stock is $100.")
 * anywhere else (after a tool result or such feedback, with no tools): the tuned model alone.
 
-``base_several``: where the base's reply makes several calls and a tuned sample fewer (a malformed sample
-counts none), the base's reply
-stands for that sample. Meant for a base asked in both tool forms (``tool_prompt=both`` with the
-several-calls gate, kate.llm.tool_prompt): the base writes several calls in BFCL's Python form where a
-request needs them, and the adapter, trained on one-call JSON replies, often writes one. Chosen on the
-training half (bench/base_gate_replay.py, docs/training.md).
+``base_several``: where the base's reply makes several calls and a tuned sample fewer (a malformed
+sample counts none), the base's reply stands for that sample. Meant for a base asked in both tool
+forms (``tool_prompt=both`` with the several-calls gate, kate.llm.tool_prompt): the base writes
+several calls in BFCL's Python form where a request needs them, and the adapter, trained on one-call
+JSON replies, often writes one. Chosen on the training half (bench/base_gate_replay.py,
+docs/training.md).
 
 ``tools_fit``: a gate on the request and the offered tools (kate.retrieval.relevance.ToolRelevanceGate:
 does the request read like any tool's description?). Where it says no tool fits, at a turn's start,
@@ -142,10 +142,10 @@ class BaseGated:
         info["base_gate"] = {"base": base, "base_malformed": self.base_malformed}
         if self.base_several:
             info["base_gate"]["base_several"] = True
+            info["base_gate"]["base_tool_prompt"] = getattr(self.base, "tool_prompt", None)
         if self.tools_fit is not None:
             describe = getattr(self.tools_fit, "describe", None)
             info["base_gate"]["tools_fit"] = describe() if callable(describe) else repr(self.tools_fit)
-            info["base_gate"]["base_tool_prompt"] = getattr(self.base, "tool_prompt", None)
         return info
 
     def close(self) -> None:

@@ -10,7 +10,7 @@ embedder of kate's knowledge bases (all-MiniLM-L6-v2, unit vectors) and says a t
 highest cosine similarity reaches ``tau``. Below it, no tool is offered to the model for that step
 (kate.llm.base_gated's ``tools_fit``). Its threshold is chosen on BFCL's training halves
 (bench/tool_relevance.py: the largest at which every call-due category of 20 or more training
-entries keeps 95% of them above it). Tool texts are embedded once and kept.
+entries keeps 95% of them above it). Tool texts are embedded once and kept (the last 4,096 at most).
 """
 
 from __future__ import annotations
@@ -21,6 +21,9 @@ from typing import Any
 
 from kate.knowledge.embedder import Embedder
 from kate.retrieval.call_count import request_text
+
+
+CACHED_TOOLS = 4096  # tool texts kept embedded
 
 
 def tool_text(tool: Mapping[str, Any]) -> str:
@@ -37,6 +40,9 @@ def best_similarity(embedder: Embedder, request: str, tools: Sequence[Mapping[st
         return -1.0
     cache = {} if cache is None else cache
     missing = [t for t in dict.fromkeys(texts) if t not in cache]
+    if len(cache) + len(missing) > CACHED_TOOLS:  # a long-lived server sees ever new tools: start over
+        cache.clear()
+        missing = list(dict.fromkeys(texts))
     for text, vector in zip(missing, embedder.embed(missing)):
         cache[text] = vector
     query = embedder.embed([request])[0]
