@@ -9,7 +9,8 @@ Both rules for a malformed call of the base (``llm.base_malformed``) are replaye
 reply with no call, as BFCL scores it) and ``tuned`` (an attempt: the adapter's reply). So is
 ``keep_several``, kate's default model (conf/llm/default.yaml): ``keep`` with the base also asked in
 BFCL's Python form where the call-count predictor expects several calls; where that reply makes several
-calls it is the base's reply, and it stands against an adapter reply with fewer calls. Its Python-form
+calls that the offered tools can make, it is the base's reply, and it stands against an adapter reply
+with fewer calls. Its Python-form
 replies come from another run on the same entries: on the training half bench/tool_prompt.py's ``python``
 run, with the predictor fitted on the knowledge base less those entries (bench/tool_prompt.py's
 ``cross_fitted_gate``); on the test half bench/full.py's ``both_gated`` (the same form, gate and base
@@ -37,11 +38,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from kate.bfcl.data import SINGLE_TURN
+from kate.bfcl.data import SINGLE_TURN, functions_to_tools, load_entries
 from kate.eval.report import sign_test, wilson
 from kate.eval.report_plots import plot_categories
 from kate.eval.run_store import load_run
 from kate.io import atomic_write_json
+from kate.toolcall.expressible import calls_expressible, schemas_by_name
 from tool_prompt import cross_fitted_gate, question, several_calls  # bench/, beside it
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -77,16 +79,24 @@ def base_declined(record: dict, rule: str) -> bool:
     return not record.get("calls") and (rule != "tuned" or record.get("parse_error") is None)
 
 
+def tools_can_make(split: str, replies: dict[str, dict]) -> dict[str, dict]:
+    """The replies whose calls the entry's offered tools can make (``kate.llm.base_gated``'s check on the
+    base's several calls: each names a tool, with its parameters and their types)."""
+    tools = {e.id: schemas_by_name(functions_to_tools(e.functions))
+             for c in {r["category"] for r in replies.values()} for e in load_entries(c, split)}  # fmt: skip
+    return {i: r for i, r in replies.items() if calls_expressible(r["calls"], tools[i])}
+
+
 def several_replies(split: str, base: dict[str, dict]) -> tuple[dict[str, dict], set[str]]:
-    """(entry -> the base's Python-form reply with several calls that the several-calls gate keeps, the
-    entries the Python-form run covers) for ``keep_several``."""
+    """(entry -> the base's Python-form reply with several calls that the several-calls gate keeps and the
+    tools can make, the entries the Python-form run covers) for ``keep_several``."""
     folder, replay_gate = FORMS[split]
     forms = records(folder)
     if not replay_gate:  # both_gated's records: its reply with several calls is the Python form's, gate passed
-        return {i: r for i, r in forms.items() if len(r.get("calls") or []) >= 2}, set(forms)
+        return tools_can_make(split, {i: r for i, r in forms.items() if len(r.get("calls") or []) >= 2}), set(forms)
     gate = cross_fitted_gate(set(forms) & set(base))
     kept = {i: r for i, r in forms.items() if i in base and several_calls(r) and gate.several(question(base[i]))}
-    return kept, set(forms)
+    return tools_can_make(split, kept), set(forms)
 
 
 def tools_fit(split: str) -> dict[str, bool]:

@@ -65,6 +65,10 @@ def test_with_base_several_the_bases_several_calls_stand_against_a_tuned_sample_
     t, b = FakeChatModel(script=[OTHER_CALL]), FakeChatModel(script=[CALL])
     [c] = BaseGated(t, b, base_several=True).chat(USER, [CALCULATOR])
     assert c.text == OTHER_CALL  # one base call: the tuned call, as without base_several
+    unknown = f"{CALL}\n" + '<tool_call>\n{"name": "calculator", "arguments": {"params": "2+3"}}\n</tool_call>'
+    t, b = FakeChatModel(script=[OTHER_CALL]), FakeChatModel(script=[unknown])
+    [c] = BaseGated(t, b, base_several=True).chat(USER, [CALCULATOR])
+    assert c.text == OTHER_CALL  # several base calls that the tool cannot make (a parameter it lacks) do not stand
     assert BaseGated(FakeChatModel(script=[], name="tuned"), b, base_several=True).name == "tuned+base-gate+several"
     python = FakeChatModel(script=[], formats=("hermes", "json", "python_list"))
     assert BaseGated(t, python).formats == ("hermes", "json", "python_list")  # a loop reads the base's form too

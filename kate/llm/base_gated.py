@@ -15,8 +15,9 @@ no tool is due; its base model still declines there. ``BaseGated(tuned, base).ch
   memory where a tool is due: "The price of ACME stock is $100.")
 * anywhere else (after a tool result or such feedback, with no tools): the tuned model alone.
 
-``base_several``: where the base's reply makes several calls and a tuned sample fewer (a malformed
-sample counts none), the base's reply stands for that sample. Meant for a base asked in both tool
+``base_several``: where the base's reply makes several calls that the offered tools can make (each
+names a tool, with its parameters and their types) and a tuned sample fewer (a malformed sample
+counts none), the base's reply stands for that sample. Meant for a base asked in both tool
 forms (``tool_prompt=both`` with the several-calls gate, kate.llm.tool_prompt): the base writes
 several calls in BFCL's Python form where a request needs them, and the adapter, trained on one-call
 JSON replies, often writes one. Chosen on the training half (bench/base_gate_replay.py,
@@ -52,6 +53,7 @@ from dataclasses import replace
 from typing import Any
 
 from kate.llm.base import ChatModel, Completion, Message, ToolSchema, Usage, check_sampling_args, completion_from_text
+from kate.toolcall.expressible import calls_expressible, schemas_by_name
 
 ToolsFit = Callable[[list[Message], list[ToolSchema]], bool]  # does any offered tool fit the request?
 
@@ -84,12 +86,14 @@ def declines(reply: Completion, base_malformed: str = "keep") -> bool:
 
 
 def gate_replies(tuned: list[Completion], base: Completion, base_malformed: str = "keep",
-                 base_several: bool = False) -> list[Completion]:  # fmt: skip
+                 base_several: bool = False, tools: list[ToolSchema] | None = None) -> list[Completion]:  # fmt: skip
     """The base's reply (once per sample) where it declines, else the tuned model's samples, each one
     that makes no call (nor a malformed one) replaced by the base's reply, and with ``base_several``
-    each one with fewer calls than the base's several; the first reply carries the base's usage too."""
+    each one with fewer calls than the base's several (calls ``tools`` can make; any, without tools);
+    the first reply carries the base's usage too."""
     base_declined = declines(base, base_malformed)
-    several = base_several and len(base.tool_calls) >= 2
+    several = base_several and len(base.tool_calls) >= 2 and (
+        tools is None or calls_expressible([c.to_dict() for c in base.tool_calls], schemas_by_name(tools)))
 
     def base_stands(t: Completion) -> bool:
         return base_declined or not attempts_call(t) or (several and len(t.tool_calls) < len(base.tool_calls))
@@ -185,7 +189,7 @@ class BaseGated:
             tuned_replies, base_reply = tuned.result(), base.result()[0]
         if self.base_malformed == "keep" and declines(base_reply) and attempts_call(base_reply):  # kept, malformed
             self._hold(turn_key(messages, tools, base_reply.text), tuned_replies)
-        return gate_replies(tuned_replies, base_reply, self.base_malformed, self.base_several)
+        return gate_replies(tuned_replies, base_reply, self.base_malformed, self.base_several, tools)
 
     def _hold(self, key: str, replies: list[Completion]) -> None:
         """Keep the tuned samples of a turn whose kept reply is the base's malformed call (no tokens
