@@ -28,7 +28,7 @@ from kate.bfcl.data import SINGLE_TURN, functions_to_tools, load_entries
 from kate.io import atomic_write_json
 from kate.knowledge.embedder import Embedder
 from kate.retrieval.call_count import request_text
-from kate.retrieval.relevance import ToolRelevanceGate, tool_text
+from kate.retrieval.relevance import ToolRelevanceGate
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "bench" / "results" / "tool_relevance.json"
@@ -47,14 +47,9 @@ def similarities(gate: ToolRelevanceGate, split: str) -> dict[str, dict[str, flo
     for category in SINGLE_TURN:
         entries = load_entries(category, split)
         queries = gate.embedder.embed([request_text(e.turns[0]) for e in entries])
-        rows = {}
-        for entry, query in zip(entries, queries):
-            texts = [tool_text(t) for t in functions_to_tools(entry.functions)]
-            missing = [t for t in dict.fromkeys(texts) if t not in gate._cache]
-            gate._cache.update(zip(missing, gate.embedder.embed(missing)))
-            rows[entry.id] = round(max((float(gate._cache[t] @ query) for t in texts), default=-1.0), 4)
-        out[category] = rows
-        print(f"{split} {category}: {len(rows)} entries", flush=True)
+        out[category] = {e.id: round(gate.similarity_to(query, functions_to_tools(e.functions)), 4)
+                         for e, query in zip(entries, queries)}  # fmt: skip
+        print(f"{split} {category}: {len(entries)} entries", flush=True)
     return out
 
 

@@ -32,9 +32,10 @@ def tool_text(tool: Mapping[str, Any]) -> str:
     return f"{function.get('name', '')}: {function.get('description', '')}"
 
 
-def best_similarity(embedder: Embedder, request: str, tools: Sequence[Mapping[str, Any]],
+def best_similarity(embedder: Embedder, query: Any, tools: Sequence[Mapping[str, Any]],
                     cache: dict[str, Any] | None = None) -> float:  # fmt: skip
-    """The highest cosine similarity between ``request`` and the offered tools' texts (-1 with no tools)."""
+    """The highest cosine similarity between an embedded request (``query``, a unit vector) and the
+    offered tools' texts (-1 with no tools); the tools' vectors are kept in ``cache``."""
     texts = [tool_text(t) for t in tools]
     if not texts:
         return -1.0
@@ -43,9 +44,7 @@ def best_similarity(embedder: Embedder, request: str, tools: Sequence[Mapping[st
     if len(cache) + len(missing) > CACHED_TOOLS:  # a long-lived server sees ever new tools: start over
         cache.clear()
         missing = list(dict.fromkeys(texts))
-    for text, vector in zip(missing, embedder.embed(missing)):
-        cache[text] = vector
-    query = embedder.embed([request])[0]
+    cache.update(zip(missing, embedder.embed(missing)))
     return max(float(cache[t] @ query) for t in texts)
 
 
@@ -64,7 +63,11 @@ class ToolRelevanceGate:
         self.embedder = self.embedder or Embedder(self.model)
 
     def similarity(self, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]]) -> float:
-        return best_similarity(self.embedder, request_text(messages), tools, self._cache)
+        return self.similarity_to(self.embedder.embed([request_text(messages)])[0], tools)
+
+    def similarity_to(self, query: Any, tools: Sequence[Mapping[str, Any]]) -> float:
+        """``similarity`` for a request already embedded (a benchmark embeds many in one batch)."""
+        return best_similarity(self.embedder, query, tools, self._cache)
 
     def __call__(self, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]] | None) -> bool:
         return bool(tools) and self.similarity(messages, tools) >= self.tau
