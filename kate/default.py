@@ -23,12 +23,12 @@ from kate.llm.base_gated import BaseGated
 from kate.llm.base_gated_llamacpp import base_gated_llamacpp
 from kate.llm.registry import DEFAULT_AGENT_MODEL
 from kate.retrieval.call_count import SeveralCallsGate
+from kate.retrieval.relevance import TAU as RELEVANCE_TAU
 from kate.retrieval.relevance import ToolRelevanceGate
 
 DEFAULT_ADAPTER = "qwen2.5-coder-0.5b-grpo-answers"  # kate.llm.adapters.ADAPTERS, sha256 pinned
 BASE_TOOL_PROMPT = "both"  # the base's tool prompt (kate.llm.tool_prompt)
 SEVERAL_CALLS_KB = Path(__file__).resolve().parents[1] / "knowledge_bases" / "bfcl_train"  # committed
-RELEVANCE_TAU = 0.04  # bench/tool_relevance.py's choice on the training halves (conf/llm/default.yaml's too)
 
 
 def default_model(**settings: Any) -> BaseGated:

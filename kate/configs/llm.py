@@ -11,6 +11,7 @@ from typing import Any, List, Optional
 from omegaconf import MISSING
 
 from kate.configs.targets import Number
+from kate.retrieval.relevance import TAU as RELEVANCE_TAU
 from kate.eval.config import help_field
 
 NAME_HELP = "the model's name in records and reports; null: derived from the model (file, hash, adapter)"
@@ -34,7 +35,7 @@ class SeveralCallsSchema:
 @dataclass
 class ToolRelevanceSchema:
     _target_: str = help_field("the gate class", "kate.retrieval.relevance.ToolRelevanceGate")
-    tau: float = help_field("the best request-to-tool cosine similarity at which a tool may fit", 0.04)
+    tau: float = help_field("the best request-to-tool cosine similarity at which a tool may fit", RELEVANCE_TAU)
     model: str = help_field("the sentence embedder (a kate model name or a local folder)", "all-minilm-l6-v2")
 
 

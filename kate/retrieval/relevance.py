@@ -24,6 +24,7 @@ from kate.retrieval.call_count import request_text
 
 
 CACHED_TOOLS = 4096  # tool texts kept embedded
+TAU = 0.04  # bench/tool_relevance.py's choice on the training halves (bench/results/tool_relevance.json)
 
 
 def tool_text(tool: Mapping[str, Any]) -> str:
@@ -52,7 +53,7 @@ def best_similarity(embedder: Embedder, query: Any, tools: Sequence[Mapping[str,
 class ToolRelevanceGate:
     """``gate(messages, tools)``: whether any tool may fit the request (best similarity >= ``tau``)."""
 
-    tau: float = 0.04
+    tau: float = TAU
     model: str = "all-minilm-l6-v2"
     embedder: Embedder | None = field(default=None, repr=False, compare=False)
     _cache: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
