@@ -223,6 +223,34 @@ def test_a_new_loop_shares_the_tool_block_without_cutting_another_loops_history(
     assert next_a.cached == len(a)  # and the other loop's history was still whole
 
 
+def test_an_idle_cache_nobody_reuses_goes_after_idle_steps_unless_a_queued_request_extends_it():
+    old, other = list(range(40, 60)), list(range(60, 70))
+
+    def cells_left(idle_steps: int | None, queued: list[int] | None = None) -> int:
+        scheduler = BatchScheduler(FakeEngine(n_ctx=256), idle_steps=None)
+        answers(scheduler, request(old, max_tokens=2))  # a single-step request: its prompt stays cached
+        answers(scheduler, request(other, max_tokens=12))  # 12 decode steps of something else
+        if queued is not None:
+            scheduler._pending.append(request(queued))  # waiting for a free sequence, say
+        scheduler.idle_steps = idle_steps
+        scheduler._drop_stale()  # what the driver does before each admission
+        return len(scheduler.engine.kv[0])
+
+    assert cells_left(idle_steps=None) == len(old)  # kept until its cells are needed
+    assert cells_left(idle_steps=32) == len(old)  # not stale yet
+    assert cells_left(idle_steps=4) == 0  # stale: dropped
+    assert cells_left(idle_steps=4, queued=old + [1, 2]) == len(old)  # its next step is queued: kept
+
+
+def test_a_loop_whose_next_step_comes_soon_keeps_its_cache_beside_others():
+    tools = list(range(40, 60))
+    scheduler = BatchScheduler(FakeEngine(n_ctx=256), idle_steps=4)
+    answers(scheduler, request(tools + [1], max_tokens=3))
+    nxt = request(tools + [1, 2, 3], max_tokens=3)
+    answers(scheduler, nxt)
+    assert nxt.cached == len(tools) + 1
+
+
 def test_top_k_is_sorted_and_led_by_the_greedy_token():
     logits = np.random.default_rng(0).normal(size=100).astype(np.float32)
     token, logprob, top = pick_token(logits, 0.0, 1.0, np.random.default_rng(0), top_k=5)

@@ -16,7 +16,12 @@ When a running request's prompt shares a longer prefix (the same system prompt a
 request shares those cells instead. Idle caches are dropped, least recently used first, when their
 cells are needed: the engine's ``kv_cells`` must hold every history in flight, or agent loops that
 take turns evict each other's caches and each step prefills its whole prompt again (what a request
-took from the cache is its ``cached`` count, reported as ``Usage.cached_tokens``).
+took from the cache is its ``cached`` count, reported as ``Usage.cached_tokens``). An idle cache is
+also dropped once ``idle_steps`` decode steps have passed without a request reusing it (unless a
+queued request extends it): every cell held slows every request's attention, which reads the whole
+used range of the unified cache (on 2 cores, ~6,600 idle cells made a 1,662-token prefill 34% and a
+decode 27% slower; bench/results/idle_cache.json), while an agent loop's next step comes within a few
+steps. A single-step request's cache (a BFCL single-turn entry) is never reused and so goes soon.
 
 Numerics: decoding beside other requests is exact (a decode batch's tokens do not change each
 other's logits), but llama.cpp's CPU results for a sequence depend on where its cells sit in the
@@ -44,6 +49,8 @@ from kate.llm.llamacpp_sampling import advance, pick_token
 
 # the request types, the sampling and the prompt's batches live in llamacpp_requests, llamacpp_sampling and
 # llamacpp_prefill; the public names are importable from here too
+IDLE_STEPS = 64  # decode steps an idle prefix cache waits for the request that extends it
+
 __all__ = ["BatchScheduler", "DecodeEngine", "Entry", "Request", "SamplingParams", "SchedulerStats", "Sequence",
            "pick_token"]
 
@@ -51,17 +58,21 @@ __all__ = ["BatchScheduler", "DecodeEngine", "Entry", "Request", "SamplingParams
 class BatchScheduler:
     """Admits requests into free sequence ids and decodes all of them together, a token a step."""
 
-    def __init__(self, engine: DecodeEngine, *, min_prefill_tokens: int = 1) -> None:
+    def __init__(self, engine: DecodeEngine, *, min_prefill_tokens: int = 1,
+                 idle_steps: int | None = IDLE_STEPS) -> None:  # fmt: skip
         """``min_prefill_tokens``: prompt tokens decoded anew even when the prefix cache holds them,
         and the fewest in a prompt batch. 1 reuses every cached token. llama.cpp's CPU kernels
         compute a prompt batch of under 64 tokens differently from a longer one, so a warm prompt with
         fewer new tokens than that is not bit-identical to the same prompt cold, and greedy text can
         flip on a near-tie. 64 makes warm and cold agree (text and logprobs) at up to 64 extra prompt
-        tokens a call; a prompt shorter than that is then not kept for reuse."""
+        tokens a call; a prompt shorter than that is then not kept for reuse. ``idle_steps``: decode
+        steps after which an idle cache nobody reused or queued for is dropped (None: kept until its
+        cells are needed)."""
         if not 1 <= min_prefill_tokens <= engine.n_batch:
             raise ValueError(f"min_prefill_tokens must be in 1..n_batch ({engine.n_batch}), got {min_prefill_tokens!r}")
         self.engine = engine
         self.min_prefill_tokens = min_prefill_tokens
+        self.idle_steps = idle_steps
         slots = engine.max_parallel
         self.stats = SchedulerStats()
         self._cond = threading.Condition()
@@ -75,6 +86,8 @@ class BatchScheduler:
         self._cached: list[list[int]] = [[] for _ in range(slots)]  # prompt whose cells a seq holds
         self._used_at = [0] * slots
         self._clock = 0
+        self._steps = 0  # decode steps run
+        self._idle_since = [0] * slots  # the step at which a sequence's cache went idle
 
     # ------------------------------------------------------------------------------ callers
     def run(self, request: Request) -> None:
@@ -145,6 +158,7 @@ class BatchScheduler:
                         self._cond.wait()
 
     def _admit(self) -> None:
+        self._drop_stale()
         while True:
             with self._cond:
                 if self._paused or not self._pending:
@@ -154,6 +168,22 @@ class BatchScheduler:
                     return
                 request = self._pending.popleft()
             self._start_round(request, *plan)
+
+    def _drop_stale(self) -> None:
+        """Drop the idle caches unused for more than ``idle_steps`` decode steps that no queued request extends."""
+        if self.idle_steps is None:
+            return
+        stale = [s for s, cached in enumerate(self._cached)
+                 if cached and self._owner[s] is None and self._steps - self._idle_since[s] > self.idle_steps]  # fmt: skip
+        if not stale:
+            return
+        with self._cond:
+            queued = [r.prompt for r in self._pending]
+        for s in stale:
+            cached = self._cached[s]
+            if not any(prompt[: len(cached)] == cached for prompt in queued):
+                self.engine.seq_rm(s, -1, -1)
+                self._cached[s] = []
 
     def _plan(self, request: Request) -> tuple[int, int, list[int], list[int], int] | None:
         """(leader, the seq whose cached prefix it starts from, other members, idle caches to drop,
@@ -264,6 +294,7 @@ class BatchScheduler:
             for i, (request, s) in enumerate(owners):
                 request.logits[s.seq_id] = self.engine.logits_at(i)
             self.stats.steps += 1
+            self._steps += 1
             self.stats.step_tokens += len(entries)
             self.stats.step_seconds += time.perf_counter() - started
             self.stats.max_seqs_per_step = max(self.stats.max_seqs_per_step, len(entries))
@@ -287,6 +318,7 @@ class BatchScheduler:
         for k, s in enumerate(request.running):
             if k == 0 and keep_cache and self._cached[s.seq_id]:
                 self.engine.seq_rm(s.seq_id, len(request.prompt), -1)
+                self._idle_since[s.seq_id] = self._steps
             else:
                 self.engine.seq_rm(s.seq_id, -1, -1)
                 self._cached[s.seq_id] = []
