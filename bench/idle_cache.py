@@ -17,9 +17,9 @@ import time
 from pathlib import Path
 
 from hydra import compose, initialize_config_dir
-from hydra.utils import instantiate
 
 from kate.cli import CONF_DIR
+from kate.eval.config import instantiate, plain
 from kate.io import atomic_write_json
 
 OUT = Path(__file__).resolve().parent / "results" / "idle_cache.json"
@@ -63,7 +63,7 @@ def main() -> None:
     parser.add_argument("--held", default="0,4,12", help="idle prompts held, comma separated, one row each")
     args = parser.parse_args()
     with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
-        llm_cfg = compose("eval", overrides=["arm=direct"]).llm
+        llm_cfg = plain(compose("eval", overrides=["arm=direct"]).llm)
     rows = []
     for held in (int(k) for k in args.held.split(",")):
         rows.append(one_row(llm_cfg, held))

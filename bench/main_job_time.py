@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import json
 import os
 import re
 import subprocess
@@ -49,11 +50,12 @@ def main() -> None:
         done = subprocess.run(command, cwd=ROOT, stderr=subprocess.PIPE, text=True)
         if done.returncode != 0:
             raise SystemExit(f"kate main failed ({done.returncode}):\n{done.stderr[-3000:]}")
+        arms_s = json.loads((Path(out) / "wall_seconds.json").read_text())
     wall, rss = measured(done.stderr)
     atomic_write_json(OUT, {
         "what": "the main job (README's first command, after set-up): `.venv/bin/kate main`, a fresh result folder",
         "command": ".venv/bin/python bench/main_job_time.py", "date": datetime.date.today().isoformat(),
-        "wall_s": wall, "max_rss_gib": rss, "cores": os.cpu_count(),
+        "wall_s": wall, "arms_wall_s": arms_s, "max_rss_gib": rss, "cores": os.cpu_count(),
         "entries": sum(int(n) for n in cfg.slice.categories.values()), "arms": list(cfg.arms),
         "engine": f"llama-cpp-python {metadata.version('llama-cpp-python')}",
         "default_model": "conf/llm/default.yaml (the adapter arm)", "machine_note": args.note,

@@ -133,6 +133,8 @@ def test_kate_main_compares_kate_with_direct_on_its_slice(tmp_path):
     kate_meta, kate_records = load_run(tmp_path / "kate" / "seed_0")
     assert kate_meta["policy"]["knowledge"]["single_turn"]["manifest"]["embedding"]["sha256"]  # the shipped base
     assert all(r["vote"]["method"] == "valid_majority" for r in kate_records if r["category"] != "multi_turn_base")
+    wall = json.loads((tmp_path / "wall_seconds.json").read_text())
+    assert set(wall) == {"direct", "kate", "adapter"} and all(seconds >= 0 for seconds in wall.values())
 
 
 def test_changing_one_arm_of_kate_main_keeps_the_other_arms_folders(tmp_path):

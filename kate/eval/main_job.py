@@ -3,11 +3,14 @@ the comparison report. An arm with its own `llm` node gets its own model client.
 
 Writes ``<out_dir>/<arm>/seed_<s>/`` result folders (resumable; each arm's fingerprint is its own,
 so changing one arm never refuses another's folder), ``<out_dir>/report.md`` (table with 95%
-intervals, per-entry paired differences) and ``<out_dir>/categories.png``.
+intervals, per-entry paired differences), ``<out_dir>/categories.png`` and ``<out_dir>/wall_seconds.json``
+(each arm's wall seconds in this invocation, its model's loading included; a resumed arm counts only what
+ran now).
 """
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -34,9 +37,11 @@ def run_main(cfg: DictConfig) -> dict[str, Any]:
     out_dir = Path(c["out_dir"])
     runs: dict[str, list[dict]] = {}
     names: dict[str, str] = {}
+    wall: dict[str, float] = {}
     loaded: tuple[Any, Any] = (None, None)  # (llm node, its client): arms in a row that share a node share it
     try:
         for name, arm in c["arms"].items():
+            started = time.perf_counter()
             llm = arm.get("llm") or c["llm"]
             if loaded[0] != llm:
                 _close(loaded[1])  # one model in memory at a time
@@ -47,6 +52,7 @@ def run_main(cfg: DictConfig) -> dict[str, Any]:
             runs[name] = run_arm(name, task, policy, out_dir / name, seeds=[c["seed"]], config=config,
                                  workers=c["workers"])[c["seed"]]
             names[name] = model.name
+            wall[name] = round(time.perf_counter() - started, 1)
     finally:
         _close(loaded[1])
     shown = ", ".join(f"{model} ({arm})" for arm, model in names.items()) if len(set(names.values())) > 1 \
@@ -62,8 +68,10 @@ def run_main(cfg: DictConfig) -> dict[str, Any]:
     summaries = {name: summarize(records) for name, records in runs.items()}
     atomic_write_text(out_dir / "report.md", report + "\n")
     atomic_write_json(out_dir / "summary.json", summaries)
+    atomic_write_json(out_dir / "wall_seconds.json", wall)
     plot_categories(summaries, out_dir / "categories.png")
     print(report)
+    print("\nwall time: " + ", ".join(f"{name} {seconds / 60:.1f} min" for name, seconds in wall.items()))
     print(f"\nreport: {out_dir / 'report.md'}  plot: {out_dir / 'categories.png'}")
     return summaries
 

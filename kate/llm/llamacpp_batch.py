@@ -19,9 +19,9 @@ take turns evict each other's caches and each step prefills its whole prompt aga
 took from the cache is its ``cached`` count, reported as ``Usage.cached_tokens``). An idle cache is
 also dropped once ``idle_steps`` decode steps have passed without a request reusing it (unless a
 queued request extends it): every cell held slows every request's attention, which reads the whole
-used range of the unified cache (on 2 cores, ~6,600 idle cells made a 1,662-token prefill 34% and a
-decode 27% slower; bench/results/idle_cache.json), while an agent loop's next step comes within a few
-steps. A single-step request's cache (a BFCL single-turn entry) is never reused and so goes soon.
+used range of the unified cache (on 2 cores, 19,968 idle cells made a 1,662-token prefill 82% and a
+decode 39% slower, 6,656 cells 28% and 7%; bench/results/idle_cache.json), while an agent loop's next
+step comes within a few. A single-step request's cache (a BFCL single-turn entry) is never reused and so goes soon.
 
 Numerics: decoding beside other requests is exact (a decode batch's tokens do not change each
 other's logits), but llama.cpp's CPU results for a sequence depend on where its cells sit in the
