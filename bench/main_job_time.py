@@ -1,7 +1,9 @@
 """The main job's cost: the README's first command after set-up (``.venv/bin/kate main``), timed from a fresh
 result folder with ``/usr/bin/time -v``: wall seconds and peak resident memory, written with the slice's
-size, the arms and the machine's core count. Run it with nothing else heavy on the machine; the file says
-what ran beside it only as ``--note`` tells it.
+size, the arms and the machine's core count, and appended, with the commit it ran, to
+``main_job_time_history.jsonl`` (earlier runs on other machines and commits: compare rows of one
+``cpu``). Run it with nothing else heavy on the machine; the file says what ran beside it only as
+``--note`` tells it.
 
     .venv/bin/python bench/main_job_time.py --note "nothing else running"   # bench/results/main_job_time.json
 """
@@ -25,6 +27,21 @@ from kate.io import atomic_write_json
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "bench" / "results" / "main_job_time.json"
+HISTORY = ROOT / "bench" / "results" / "main_job_time_history.jsonl"
+
+
+def cpu_model() -> str:
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("model name"):
+            return line.split(":", 1)[1].strip()
+    return "unknown"
+
+
+def commit() -> str:
+    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT, capture_output=True,
+                           text=True).stdout.strip()  # fmt: skip
+    return head.stdout.strip() + ("+changes" if dirty else "")
 
 
 def measured(stderr: str) -> tuple[float, float]:
@@ -52,14 +69,18 @@ def main() -> None:
             raise SystemExit(f"kate main failed ({done.returncode}):\n{done.stderr[-3000:]}")
         arms_s = json.loads((Path(out) / "wall_seconds.json").read_text())
     wall, rss = measured(done.stderr)
-    atomic_write_json(OUT, {
+    result = {
         "what": "the main job (README's first command, after set-up): `.venv/bin/kate main`, a fresh result folder",
         "command": ".venv/bin/python bench/main_job_time.py", "date": datetime.date.today().isoformat(),
-        "wall_s": wall, "arms_wall_s": arms_s, "max_rss_gib": rss, "cores": os.cpu_count(),
+        "wall_s": wall, "arms_wall_s": arms_s, "max_rss_gib": rss, "cores": os.cpu_count(), "cpu": cpu_model(),
         "entries": sum(int(n) for n in cfg.slice.categories.values()), "arms": list(cfg.arms),
         "engine": f"llama-cpp-python {metadata.version('llama-cpp-python')}",
-        "default_model": "conf/llm/default.yaml (the adapter arm)", "machine_note": args.note,
-    })  # fmt: skip
+        "default_model": "conf/llm/default.yaml (the adapter arm)", "machine_note": args.note, "commit": commit(),
+    }  # fmt: skip
+    atomic_write_json(OUT, result)
+    with HISTORY.open("a") as history:
+        history.write(json.dumps({k: result[k] for k in ("date", "commit", "cpu", "cores", "wall_s", "arms_wall_s",
+                                                         "max_rss_gib", "machine_note")}) + "\n")  # fmt: skip
     print(f"kate main: {wall / 60:.1f} min, {rss:.2f} GiB")
 
 

@@ -130,6 +130,19 @@ def test_a_prefilled_tool_call_parses_as_that_function(default_llamacpp):
     assert [call.name for call in c.tool_calls] == ["get_weather"]
 
 
+@pytest.mark.model
+def test_stop_after_call_ends_the_reply_at_its_first_call_and_keeps_that_call(default_llamacpp):
+    from kate.demo import DEMO_TOOLS
+    from kate.toolcall import parse_first_call
+
+    ask = [{"role": "user", "content": "What is the weather in Paris, in Rome and in Oslo?"}]
+    [cut] = default_llamacpp.chat(ask, DEMO_TOOLS, max_tokens=96, stop_after_call=True)
+    [full] = default_llamacpp.chat(ask, DEMO_TOOLS, max_tokens=96)
+    assert full.text.startswith(cut.text) and cut.usage.completion_tokens <= full.usage.completion_tokens
+    assert parse_first_call(cut.text).calls == parse_first_call(full.text).calls
+    assert [c.name for c in parse_first_call(cut.text).calls] == ["get_weather"]
+
+
 def test_top_logprobs_are_sorted_and_led_by_the_greedy_token(small_llamacpp):
     [c] = small_llamacpp.chat(HELLO, max_tokens=10, logprobs=True, top_logprobs=5)
     assert c.logprobs is not None and c.logprobs

@@ -14,7 +14,7 @@ import zlib
 import numpy as np
 import pytest
 
-from kate.llm.llamacpp_batch import BatchScheduler, Request, SamplingParams, SchedulerStats, pick_token
+from kate.llm.llamacpp_batch import BatchScheduler, Request, SamplingParams, SchedulerStats, Sequence, pick_token
 
 POISON = 99  # a prompt holding this token fails to decode
 VOCAB = 32
@@ -249,6 +249,33 @@ def test_a_loop_whose_next_step_comes_soon_keeps_its_cache_beside_others():
     nxt = request(tools + [1, 2, 3], max_tokens=3)
     answers(scheduler, nxt)
     assert nxt.cached == len(tools) + 1
+
+
+def test_stop_when_ends_a_sequence_on_the_token_that_closes_its_first_call():
+    from kate.llm.llamacpp_sampling import advance
+    from kate.toolcall import first_call_complete
+
+    pieces = ['{"name": "f", ', '"arguments": {', '"x": 1', "}", "}", "\n{", "}"]
+
+    class TextEngine:
+        def detokenize(self, tokens):
+            return "".join(pieces[t] for t in tokens)
+
+        def is_eog(self, token):
+            return False
+
+    params = SamplingParams(max_tokens=50, stop_when=first_call_complete)
+    req = Request(prompt=[0], n=1, round_size=1, params=params, rng=np.random.default_rng(0))
+    seq = Sequence(seq_id=0)
+    req.running = [seq]
+    ended_at = None
+    for token in range(len(pieces)):
+        req.logits = {0: np.eye(len(pieces), dtype=np.float32)[token] * 10}  # greedy picks ``token``
+        if not advance(req, TextEngine()):
+            ended_at = token
+            break
+    assert ended_at == 4 and seq.finish == "stop"  # the second "}" closes the call; nothing after is decoded
+    assert TextEngine().detokenize(seq.tokens) == '{"name": "f", "arguments": {"x": 1}}'
 
 
 def test_top_k_is_sorted_and_led_by_the_greedy_token():

@@ -186,6 +186,28 @@ def test_one_call_mode_keeps_the_first_call_and_forgives_a_cut_tail():
     assert width.calls == (ToolCall("ls", {"a": True}),) and width.vote.chosen.votes == 2
 
 
+def test_a_greedy_one_call_step_stops_at_its_first_whole_call_where_the_client_can():
+    from kate.sampling.policy import GreedySampler, WidthSampler
+    from kate.toolcall import first_call_complete, first_call_end
+
+    run_on = 'Sure: {"name": "ls", "arguments": {"a": {"b": 1}}}\n{"name": "ls", "arguments": {"a": true}}\n{"na'
+    assert first_call_end(run_on) == run_on.index("}}}") + 3
+    assert not first_call_complete(run_on[: run_on.index("}}}") + 2]) and first_call_end('{"name": "l') is None
+    ask = [{"role": "user", "content": "x"}]
+    stopping = FakeChatModel([run_on], options=("stop_after_call",), repeat_last=True)
+    step = GreedySampler().act(stopping, ask, None, one_call=True)
+    assert step.text == run_on[: first_call_end(run_on)] and step.calls == (ToolCall("ls", {"a": {"b": 1}}),)
+    assert stopping.requests[-1]["stop_after_call"] is True
+    GreedySampler().act(stopping, ask, None)  # a step that keeps every call: not stopped
+    assert stopping.requests[-1]["stop_after_call"] is False
+    WidthSampler(n=2).act(stopping, ask, None, one_call=True)  # ties break by whole samples' likelihood: not stopped
+    assert stopping.requests[-1]["stop_after_call"] is False
+    plain = GreedySampler().act(FakeChatModel([run_on]), ask, None, one_call=True)  # a client without the option
+    assert plain.text == run_on and plain.calls == step.calls
+    with pytest.raises(TypeError, match="stop_after_call"):
+        FakeChatModel([run_on]).chat(ask, stop_after_call=True)
+
+
 ADD_TOOL = {"type": "function", "function": {"name": "add", "parameters": {
     "type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}, "required": ["a", "b"]}}}
 

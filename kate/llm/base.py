@@ -96,7 +96,9 @@ class ChatModel(Protocol):
 # A client lists the ones it honours in ``options``; ``supports`` asks. The server and the client
 # wrapper pass a request's ``top_p``, ``top_logprobs``, ``tool_choice`` or an assistant ``prefill``
 # (text the answer must start with; the returned text includes it) only to clients that take them.
-EXTRA_OPTIONS = ("top_p", "top_logprobs", "prefill", "tool_choice")
+# ``stop_after_call``: end each sample once its text holds a whole first call (kate.toolcall.first_call_complete);
+# a one-call step's samplers ask for it, since nothing after the first call is part of the step.
+EXTRA_OPTIONS = ("top_p", "top_logprobs", "prefill", "tool_choice", "stop_after_call")
 
 
 def supports(model: object, option: str) -> bool:

@@ -70,7 +70,9 @@ class BriefReasoning:
         self.closer = closer
         self.name = name if name is not None else f"{model.name}+brief{budget}"
         self.formats = tuple(getattr(model, "formats", DEFAULT_FORMATS))
-        self.options = tuple(dict.fromkeys(("prefill", *getattr(model, "options", ()))))
+        # not stop_after_call: the answer's prefill holds the thought, which may itself hold a call's text
+        self.options = tuple(dict.fromkeys(("prefill", *(o for o in getattr(model, "options", ())
+                                                          if o != "stop_after_call"))))
 
     def __getattr__(self, item: str) -> Any:  # path, lora_sha256, close(): what identities and runs read
         if item == "model":

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kate.llm.base import Completion, Message, ToolSchema, Usage, check_sampling_args, completion_from_text
+from kate.toolcall import first_call_end
 
 Script = str | Sequence[str] | Callable[[list[Message], list[ToolSchema] | None, int], Sequence[str]]
 
@@ -28,7 +29,7 @@ class FakeChatModel:
     requests: list[dict[str, Any]] = field(default_factory=list)
     # The extra chat() keywords it claims to take (kate.llm.base.supports); ("prefill",) makes it
     # return the prefill followed by the scripted text, as the local engines do.
-    options: tuple[str, ...] = ()
+    options: tuple[str, ...] = ()  # ("stop_after_call",): each text cut at its first whole call, as the engine stops
 
     def chat(
         self,
@@ -42,10 +43,13 @@ class FakeChatModel:
         stop: list[str] | None = None,
         logprobs: bool = False,
         prefill: str | None = None,
+        stop_after_call: bool = False,
     ) -> list[Completion]:
         check_sampling_args(n, temperature, max_tokens)
         if prefill is not None and "prefill" not in self.options:
             raise TypeError("FakeChatModel: prefill= given, but 'prefill' is not in options")
+        if stop_after_call and "stop_after_call" not in self.options:
+            raise TypeError("FakeChatModel: stop_after_call= given, but 'stop_after_call' is not in options")
         self.requests.append(
             {
                 "messages": [dict(m) for m in messages],
@@ -57,6 +61,7 @@ class FakeChatModel:
                 "stop": stop,
                 "logprobs": logprobs,
                 "prefill": prefill,
+                "stop_after_call": stop_after_call,
             }
         )
         index = len(self.requests) - 1
@@ -65,6 +70,8 @@ class FakeChatModel:
                 raise IndexError(f"FakeChatModel: request {index + 1} but only {len(self.script)} scripted")
             index = len(self.script) - 1
         texts = [(prefill or "") + t for t in self._texts(self.script[index], messages, tools, n)]
+        if stop_after_call:  # as the local engine: each text ends at its first whole call
+            texts = [t[: first_call_end(t, len(prefill or "")) or len(t)] for t in texts]
         usage = Usage(prompt_tokens=sum(len(str(m.get("content") or "")) for m in messages))
         return [
             completion_from_text(

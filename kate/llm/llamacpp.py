@@ -15,6 +15,7 @@ adapter .gguf, or a PEFT adapter folder converted once into ``<folder>/adapter.g
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 from collections.abc import Callable
 from dataclasses import replace
@@ -31,6 +32,11 @@ from kate.llm.llamacpp_log import quiet_cache_warning
 from kate.llm.llamacpp_requests import Entry, Request, SamplingParams, Sequence
 from kate.llm.registry import MODELS, model_path, sha256_of
 from kate.llm.tool_prompt import FORMATS, ask_both, check_tool_prompt, default_formats
+from kate.toolcall import first_call_complete
+
+
+def _first_call_after(prefill: str, text: str) -> bool:
+    return first_call_complete(prefill + text)
 
 
 def resolve_gguf(model: str) -> Path:
@@ -51,7 +57,7 @@ class LlamaCppChatModel:
     both at once (kate.llm.tool_prompt; ``several_calls``: a gate on the request that must also expect several
     calls for the Python reply to be kept); ``formats``: the call formats parsed (None: the form's)."""
 
-    options = ("top_p", "top_logprobs", "prefill")  # the extra chat() keywords it takes (base.supports)
+    options = ("top_p", "top_logprobs", "prefill", "stop_after_call")  # extra chat() keywords (base.supports)
 
     def __init__(
         self,
@@ -236,6 +242,7 @@ class LlamaCppChatModel:
         ignore_eos: bool = False,
         top_logprobs: int = 0,
         prefill: str | None = None,
+        stop_after_call: bool = False,
     ) -> list[Completion]:
         """``n`` completions; concurrent calls from several threads decode together.
 
@@ -243,12 +250,16 @@ class LlamaCppChatModel:
         the returned text includes it (and is parsed for tool calls whole), logprobs,
         ``completion_tokens`` and ``stop`` see only generated tokens, ``prompt_tokens`` includes it.
         ``top_logprobs``: with ``logprobs``, the k most likely tokens at each position.
+        ``stop_after_call``: a sample ends once its text (the prefill's included) holds a whole first call
+        (kate.toolcall.first_call_complete), for a one-call step; not in BFCL's Python form, whose list
+        is read whole.
         """
         check_sampling_args(n, temperature, max_tokens)
         if not isinstance(top_logprobs, int) or top_logprobs < 0:
             raise ValueError(f"top_logprobs must be a non-negative integer, got {top_logprobs!r}")
         args = dict(n=n, temperature=temperature, max_tokens=max_tokens, seed=seed, stop=stop, logprobs=logprobs,
-                    top_p=top_p, ignore_eos=ignore_eos, top_logprobs=top_logprobs, prefill=prefill)
+                    top_p=top_p, ignore_eos=ignore_eos, top_logprobs=top_logprobs, prefill=prefill,
+                    stop_after_call=stop_after_call)
         if self.tool_prompt == "both" and tools and not prefill:  # a prefilled reply continues the native form
             several = self.several_calls is None or bool(self.several_calls(messages))
             return ask_both(lambda form: self._chat_form(messages, tools, form, **args), several)
@@ -256,7 +267,12 @@ class LlamaCppChatModel:
 
     def _chat_form(self, messages: list[Message], tools: list[ToolSchema] | None, form: str, *, n: int,
                    temperature: float, max_tokens: int, seed: int | None, stop: list[str] | None, logprobs: bool,
-                   top_p: float, ignore_eos: bool, top_logprobs: int, prefill: str | None) -> list[Completion]:
+                   top_p: float, ignore_eos: bool, top_logprobs: int, prefill: str | None,
+                   stop_after_call: bool) -> list[Completion]:
+        formats = FORMATS[form] if self.formats_default else self.formats
+        stop_when = None
+        if stop_after_call and "python_list" not in formats:
+            stop_when = functools.partial(_first_call_after, prefill or "")
         prompt = self.tokenize(self.render(messages, tools, form))
         if prefill:
             prompt += self.tokenize(prefill)
@@ -267,7 +283,7 @@ class LlamaCppChatModel:
         room = (self.kv_cells - len(prompt)) // max_tokens  # sequences whose continuations fit beside the prompt
         params = SamplingParams(
             temperature=temperature, top_p=top_p, max_tokens=max_tokens, stop=tuple(stop or ()),
-            ignore_eos=ignore_eos, top_logprobs=top_logprobs if logprobs else 0,
+            ignore_eos=ignore_eos, top_logprobs=top_logprobs if logprobs else 0, stop_when=stop_when,
         )  # fmt: skip
         request = Request(
             prompt=prompt, n=n, round_size=max(1, min(n, self.max_parallel, room)), params=params,
@@ -278,8 +294,7 @@ class LlamaCppChatModel:
         except RuntimeError as error:  # llama_decode's return code, a closed model: this request's failure
             raise EngineError(f"{self.name}: {error}") from error
         usage = Usage(prompt_tokens=len(prompt), cached_tokens=request.cached or 0)
-        return [self._completion(s, usage, logprobs, prefill or "", tools, FORMATS[form] if self.formats_default
-                                 else self.formats) for s in request.sequences]
+        return [self._completion(s, usage, logprobs, prefill or "", tools, formats) for s in request.sequences]
 
     def _completion(self, s: Sequence, usage: Usage, logprobs: bool, prefill: str,
                     tools: list[ToolSchema] | None, formats: tuple[str, ...]) -> Completion:

@@ -5,6 +5,7 @@ together (``SchedulerStats``)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -40,6 +41,7 @@ class SamplingParams:
     stop: tuple[str, ...] = ()  # strings that end a sequence (cut from its text)
     ignore_eos: bool = False  # keep going past end-of-generation tokens
     top_logprobs: int = 0  # most likely alternatives recorded per generated token
+    stop_when: Callable[[str], bool] | None = None  # ends a sequence once its text so far passes (a whole first call)
 
 
 @dataclass

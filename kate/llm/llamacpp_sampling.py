@@ -1,13 +1,15 @@
 """Sampling for the llama.cpp batch scheduler: the next token from a sequence's logits
 (``pick_token``), and one step of a request (``advance``): a token for each of its running
-sequences, ended by an end-of-generation token, a stop string or ``max_tokens``. Each request
-samples with its own generator, so what runs beside it never changes its draws."""
+sequences, ended by an end-of-generation token, a stop string, a whole first call (``stop_when``) or
+``max_tokens``. Each request samples with its own generator, so what runs beside it never changes its
+draws."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from kate.llm.llamacpp_requests import DecodeEngine, Entry, Request, Sequence
+from kate.toolcall.parse import CALL_CLOSERS
 
 
 def pick_token(
@@ -55,11 +57,21 @@ def advance(request: Request, engine: DecodeEngine) -> list[tuple[Entry, Sequenc
             s.tops.append(top)
         if params.stop and _hit_stop(s, params.stop, engine):
             continue
+        if params.stop_when is not None and _call_ended(s, params.stop_when, engine):
+            continue
         if len(s.tokens) >= params.max_tokens:
             s.finish = "length"
             continue
         out.append(((token, len(request.prompt) + len(s.tokens) - 1, (s.seq_id,), True), s))
     return out
+
+
+def _call_ended(s: Sequence, stop_when, engine: DecodeEngine) -> bool:
+    """``stop_when`` on the text so far, asked only when the new token could close a call."""
+    if not any(c in CALL_CLOSERS for c in engine.detokenize(s.tokens[-1:])) or not stop_when(engine.detokenize(s.tokens)):
+        return False
+    s.finish = "stop"
+    return True
 
 
 def _hit_stop(s: Sequence, stop: tuple[str, ...], engine: DecodeEngine) -> bool:

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Protocol, runtime_checkable
 
-from kate.llm.base import ChatModel, Completion, Message, ToolSchema, Usage
+from kate.llm.base import ChatModel, Completion, Message, ToolSchema, Usage, supports
 from kate.sampling.depth import ALL_KINDS, normalize_kinds, with_depth_prompt
 from kate.sampling.vote import AGGREGATORS, Vote
 from kate.toolcall import ToolCall, parse_first_call
@@ -49,6 +49,13 @@ def request_usage(completions: Sequence[Completion], extra: Usage = Usage()) -> 
     return Usage(prompt + extra.prompt_tokens, completion + extra.completion_tokens, cached + extra.cached_tokens)
 
 
+def one_call_options(model: ChatModel, one_call: bool) -> dict[str, bool]:
+    """A greedy one-call step's extra ``chat`` option: the reply ends at its first whole call where the
+    client can stop there (``stop_after_call``). Nothing after that call is part of the step, so the
+    step is the same (bench/results/first_call_stop.json replays the committed dialogues)."""
+    return {"stop_after_call": True} if one_call and supports(model, "stop_after_call") else {}
+
+
 def _require(completions: list[Completion], model: ChatModel, one_call: bool = False) -> tuple[Completion, ...]:
     if not completions:
         raise RuntimeError(f"model {getattr(model, 'name', model)!r} returned no completion")
@@ -81,7 +88,10 @@ class GreedySampler:
     def act(self, model: ChatModel, messages: list[Message], tools: list[ToolSchema] | None, *,
             seed: int | None = None, one_call: bool = False) -> Step:
         completions = _require(
-            model.chat(messages, tools, n=1, temperature=0.0, max_tokens=self.max_tokens, seed=seed), model, one_call
+            model.chat(messages, tools, n=1, temperature=0.0, max_tokens=self.max_tokens, seed=seed,
+                       **one_call_options(model, one_call)),
+            model,
+            one_call,
         )
         first = completions[0]
         return Step(first.tool_calls, first.text, completions, None, request_usage(completions[:1]), first.parse_error)
@@ -93,7 +103,8 @@ class WidthSampler:
     (the most votes among the candidates that fit the tools' schemas), "filled_majority" (and carry
     no placeholder copied from a shown example), "majority" or "critic".
 
-    Log-probabilities are requested so that vote ties break by sequence likelihood.
+    Log-probabilities are requested so that vote ties break by sequence likelihood (of the whole sample:
+    samples are not stopped at their first call, as a greedy one-call step's is, which would change ties).
     """
 
     n: int = field(default=8, metadata={"help": "samples drawn in the one request and voted over"})

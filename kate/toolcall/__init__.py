@@ -10,6 +10,8 @@ from kate.toolcall.format import (
     to_python_call,
 )
 from kate.toolcall.parse import (
+    first_call_complete,
+    first_call_end,
     from_bfcl,
     from_bfcl_strings,
     from_hermes,
@@ -27,6 +29,8 @@ __all__ = [
     "ToolCall",
     "canonical_call_set",
     "canonical_json",
+    "first_call_complete",
+    "first_call_end",
     "from_bfcl",
     "from_bfcl_strings",
     "from_hermes",

@@ -142,8 +142,28 @@ def parse_first_call(text: str | None) -> Parsed:
     return _first_json_call(text)
 
 
+CALL_CLOSERS = "}>])"  # a call's text can only become whole at one of these characters
+
+
+def first_call_complete(text: str) -> bool:
+    """Whether ``text`` already holds a whole first call that ``parse_first_call`` reads without error:
+    what follows it cannot change that call, so a one-call step may stop generating there."""
+    parsed = parse_first_call(text)
+    return parsed.ok and bool(parsed.calls)
+
+
+def first_call_end(text: str, start: int = 0) -> int | None:
+    """The length of the shortest prefix of ``text`` (longer than ``start``) that holds a whole first call."""
+    for end in range(start + 1, len(text) + 1):
+        if text[end - 1] in CALL_CLOSERS and first_call_complete(text[:end]):
+            return end
+    return None
+
+
 __all__ = [
     "NotJSONCompatible",
+    "first_call_complete",
+    "first_call_end",
     "parse_first_call",
     "from_bfcl",
     "from_bfcl_strings",
