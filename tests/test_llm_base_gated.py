@@ -201,3 +201,14 @@ def test_two_real_engines_gate_a_turn_and_the_loop_runs(small_llamacpp):
         assert turn.steps  # a whole turn through the one loop, the gated step first
     finally:
         other.close()
+
+
+def test_the_gate_does_not_offer_to_stop_replies_at_their_first_call():
+    from kate.llm.base import supports
+    from kate.llm.brief_reasoning import BriefReasoning
+
+    both = ("prefill", "stop_after_call")
+    gated = BaseGated(FakeChatModel(["x"], options=both), FakeChatModel(["x"], options=both))
+    assert supports(gated, "prefill") and not supports(gated, "stop_after_call")  # it counts whole replies' calls
+    brief = BriefReasoning(FakeChatModel(["x"], options=both))
+    assert supports(brief, "prefill") and not supports(brief, "stop_after_call")  # its prefill holds the thought

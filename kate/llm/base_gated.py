@@ -132,7 +132,9 @@ class BaseGated:
         self.formats = tuple(dict.fromkeys(own))
         self._held: OrderedDict[str, list[Completion]] = OrderedDict()  # turn_key -> the tuned samples
         self._lock = threading.Lock()
-        self.options = tuple(o for o in getattr(tuned, "options", ()) if o in getattr(base, "options", ()))
+        # not stop_after_call: the gate compares whole replies' call counts (base_several), which a stop would cut
+        self.options = tuple(o for o in getattr(tuned, "options", ())
+                             if o in getattr(base, "options", ()) and o != "stop_after_call")  # fmt: skip
 
     def __getattr__(self, item: str) -> Any:  # path, lora_sha256, tool_prompt: what identities and runs read
         if item in ("model", "base", "_held", "_lock", "tools_fit"):
