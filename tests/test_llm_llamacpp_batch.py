@@ -251,6 +251,23 @@ def test_a_loop_whose_next_step_comes_soon_keeps_its_cache_beside_others():
     assert nxt.cached == len(tools) + 1
 
 
+def test_a_loops_next_step_goes_before_new_requests_queued_ahead_of_it():
+    history = list(range(40, 60))
+    scheduler = BatchScheduler(FakeEngine(max_parallel=1, n_ctx=256))
+    answers(scheduler, request(history, max_tokens=2))
+    new, nxt = request(list(range(70, 80)), max_tokens=2), request(history + [1, 2], max_tokens=2)
+    with scheduler.paused():
+        threads = []
+        for k, req in enumerate((new, nxt)):  # the new request queued first
+            threads.append(threading.Thread(target=answers, args=(scheduler, req)))
+            threads[-1].start()
+            assert scheduler.wait_pending(k + 1, timeout=30)
+    for t in threads:
+        t.join(timeout=60)
+    assert new.done and nxt.done
+    assert nxt.cached == len(history)  # admitted first: its history was still cached (one sequence only)
+
+
 def test_stop_when_ends_a_sequence_on_the_token_that_closes_its_first_call():
     from kate.llm.llamacpp_sampling import advance
     from kate.toolcall import first_call_complete

@@ -4,8 +4,9 @@ Each admitted request holds its own sequence ids out of ``max_parallel`` (one pe
 current round) and every active sequence of every admitted request advances one token per
 ``llama_decode`` batch. A new request's prompt is prefilled between decode steps, in batches of its
 own tokens only (the running requests pause for it); it joins the next decode step. Requests are
-admitted first come, first served; one whose sequences or KV cells do not fit waits, and so does
-everyone behind it, until running requests free theirs. Each request samples with its own
+admitted first come, first served, except that one continuing an idle cache (an agent loop's next
+step) goes first; one whose sequences or KV cells do not fit waits, and so does everyone behind it,
+until running requests free theirs. Each request samples with its own
 generator, so what runs beside it never changes its draws; an error in one request (a failed
 decode of its prompt, a bad sample) fails that request alone.
 
@@ -163,11 +164,23 @@ class BatchScheduler:
             with self._cond:
                 if self._paused or not self._pending:
                     return
-                plan = self._plan(self._pending[0])
+                i = self._next()
+                plan = self._plan(self._pending[i])
                 if plan is None:
                     return
-                request = self._pending.popleft()
+                request = self._pending[i]
+                del self._pending[i]
             self._start_round(request, *plan)
+
+    def _next(self) -> int:
+        """The queued request to admit next: the first that continues an idle cache (an agent loop's next
+        step, a request's next round), else the oldest. A dialogue is a chain of steps, each waiting for
+        the last; behind every new request in the queue its steps would wait on all of them."""
+        idle = [c for s, c in enumerate(self._cached) if c and self._owner[s] is None]
+        for i, request in enumerate(self._pending):
+            if any(request.prompt[: len(cached)] == cached for cached in idle):
+                return i
+        return 0
 
     def _drop_stale(self) -> None:
         """Drop the idle caches unused for more than ``idle_steps`` decode steps that no queued request extends."""
