@@ -62,22 +62,3 @@ def test_entries_are_really_in_flight_together(tmp_path):
     policy = Policy(FakeChatModel([together], repeat_last=True), GreedySampler())
     store = open_run(tmp_path, arm="a", task=task, policy=policy, seed=0, config={}, workers=4)
     assert len(run_task(task, policy, store, workers=4)) == 4
-
-
-def test_dialogues_start_first_and_records_keep_the_task_order(tmp_path):
-    dialogue = load_entries("multi_turn_base", "test", 1)[0]
-    task = BFCLTask([*ENTRIES[:3], dialogue])
-    started: list[str] = []
-
-    class Recording(FakeChatModel):
-        def chat(self, messages, tools=None, **kwargs):
-            if len(messages) <= 2:  # a request's first step
-                started.append(messages[-1]["content"])
-            return super().chat(messages, tools, **kwargs)
-
-    policy = Policy(Recording([lambda m, t, n: ["No call."] * n], repeat_last=True), GreedySampler())
-    store = open_run(tmp_path, arm="a", task=task, policy=policy, seed=0, config={}, workers=1)
-    records = run_task(task, policy, store, workers=1)
-    assert task.cost(dialogue) > 1 == task.cost(ENTRIES[0])
-    assert started[0] == dialogue.turns[0][-1]["content"]  # the dialogue started first
-    assert [r["id"] for r in records] == [e.id for e in task.items()]

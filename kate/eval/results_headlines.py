@@ -124,7 +124,8 @@ def _tool_prompt_gate_run(root: Path) -> Headline:
 def _main_job(root: Path) -> Headline:
     d = _load(root, "main_job_time.json")
     return Headline("`kate main` on 2 CPU cores after set-up: wall time",
-                    f"{float(d['wall_s']) / 60:.1f} min, {float(d['max_rss_gib']):.1f} GiB resident",
+                    f"{float(d['wall_s']) / 60:.1f} min, {float(d['max_rss_gib']):.1f} GiB resident"
+                    + (f" ({d['cpu']})" if d.get("cpu") else ""),
                     f"{d['entries']} entries", ("main_job_time.json",))
 
 

@@ -8,11 +8,6 @@ makes an explicit failure record of that item (``error_type: kate:upstream_error
 of the policy, so a resume (the same command) drops those records and redoes their items, as it
 redoes items with no record. Every other record is kept, model errors included.
 
-Items start longest first where the task says what an item costs (an optional ``task.cost(item)``,
-such as a dialogue's number of turns): a dialogue is a chain of steps that cannot share out, so it
-starts beside the short entries instead of after them, where it would run alone at the end. Records
-and the planned item list keep the task's order.
-
     store = open_run(folder, arm="st_w8v", task=task, policy=policy, seed=0, config=arm_config)
     records = run_task(task, policy, store, seed=0, workers=8)
 
@@ -104,13 +99,6 @@ def _keep_finished(futures: Sequence[Any], taken: set[Any], store: RunStore) -> 
             continue
 
 
-def longest_first(task: Task, items: list[Any]) -> list[Any]:
-    """``items`` by the task's ``cost(item)``, highest first, ties in their order; unchanged where the
-    task has no ``cost``."""
-    cost = getattr(task, "cost", None)
-    return sorted(items, key=lambda item: -cost(item)) if callable(cost) else items
-
-
 def run_task(task: Task, policy: Policy, store: RunStore, *, seed: int = 0, workers: int = 1,
              items: Sequence[Any] | None = None, desc: str | None = None,
              on_record: Callable[[Record], None] | None = None) -> list[dict[str, Any]]:  # fmt: skip
@@ -121,7 +109,7 @@ def run_task(task: Task, policy: Policy, store: RunStore, *, seed: int = 0, work
     _drop_upstream_failures(store, wanted)
     records = [r for r in store.records() if r["id"] in wanted]
     done = {r["id"] for r in records}
-    todo = longest_first(task, [item for item in items if item.id not in done])
+    todo = [item for item in items if item.id not in done]
     solved = sum(bool(r["valid"]) for r in records)
     bar = tqdm(total=len(items), initial=len(records), desc=desc or task.name, unit="item", dynamic_ncols=True)
     bar.set_postfix(solved=f"{solved / max(len(records), 1):.3f}")

@@ -9,9 +9,6 @@ scores what a policy did on one.
 ``score`` reads only that, so a stored record can be scored again without regenerating
 (``kate.eval.runner.rescore``). BFCL single-turn and multi-turn entries and AppWorld tasks are
 tasks; so are the diagnostic sets.
-
-Optional: ``task.cost(item)``, a number that orders items longest first in the runner (BFCL: a
-dialogue's turns), so long items start beside short ones rather than run alone at the end.
 """
 
 from __future__ import annotations

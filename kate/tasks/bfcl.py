@@ -61,10 +61,6 @@ class BFCLTask:
         """The hash of each category's data files (recorded, not part of a run's fingerprint)."""
         return {c: data_sha256((c,)) for c in sorted({e.category for e in self.entries})}
 
-    def cost(self, entry: BFCLEntry) -> int:
-        """Its number of turns: the runner starts dialogues first (kate.eval.runner.longest_first)."""
-        return len(entry.turns)
-
     # ------------------------------------------------------------------ solving
     def solve(self, entry: BFCLEntry, policy: Policy, seed: int) -> dict[str, Any]:
         return self._dialogue(entry, policy, seed) if entry.is_multi_turn else self._one_step(entry, policy, seed)
