@@ -6,9 +6,9 @@ current round) and every active sequence of every admitted request advances one 
 own tokens only (the running requests pause for it); it joins the next decode step. Requests are
 admitted first come, first served, except that one continuing an idle cache (an agent loop's next
 step) goes first; one whose sequences or KV cells do not fit waits, and so does everyone behind it,
-until running requests free theirs. Each request samples with its own
-generator, so what runs beside it never changes its draws; an error in one request (a failed
-decode of its prompt, a bad sample) fails that request alone.
+until running requests free theirs. Each request samples with its own generator, so what runs
+beside it never changes its draws; an error in one request (a failed decode of its prompt, a bad
+sample) fails that request alone.
 
 Prefix cache, per sequence like llama.cpp's server slots: an idle sequence keeps the cells of the
 last prompt it led, and a new request leads with the free sequence whose cache shares the longest
@@ -22,7 +22,8 @@ also dropped once ``idle_steps`` decode steps have passed without a request reus
 queued request extends it): every cell held slows every request's attention, which reads the whole
 used range of the unified cache (on 2 cores, 19,968 idle cells made a 1,662-token prefill 82% and a
 decode 39% slower, 6,656 cells 28% and 7%; bench/results/idle_cache.json), while an agent loop's next
-step comes within a few. A single-step request's cache (a BFCL single-turn entry) is never reused and so goes soon.
+step comes within a few. A single-step request's cache (a BFCL single-turn entry) is never reused and
+so goes soon.
 
 Numerics: decoding beside other requests is exact (a decode batch's tokens do not change each
 other's logits), but llama.cpp's CPU results for a sequence depend on where its cells sit in the
@@ -187,7 +188,7 @@ class BatchScheduler:
         if self.idle_steps is None:
             return
         stale = [s for s, cached in enumerate(self._cached)
-                 if cached and self._owner[s] is None and self._steps - self._idle_since[s] > self.idle_steps]  # fmt: skip
+                 if cached and self._owner[s] is None and self._steps - self._idle_since[s] > self.idle_steps]
         if not stale:
             return
         with self._cond:

@@ -68,7 +68,8 @@ def advance(request: Request, engine: DecodeEngine) -> list[tuple[Entry, Sequenc
 
 def _call_ended(s: Sequence, stop_when, engine: DecodeEngine) -> bool:
     """``stop_when`` on the text so far, asked only when the new token could close a call."""
-    if not any(c in CALL_CLOSERS for c in engine.detokenize(s.tokens[-1:])) or not stop_when(engine.detokenize(s.tokens)):
+    closes = any(c in CALL_CLOSERS for c in engine.detokenize(s.tokens[-1:]))
+    if not closes or not stop_when(engine.detokenize(s.tokens)):
         return False
     s.finish = "stop"
     return True
