@@ -25,6 +25,7 @@ COMMANDS: list[tuple[str, str]] = [
     ("models/*/failure_table.*", f"{PY} bench/failure_table.py --report-only --model <name>"),
     ("train_cpu*", f"{PY} bench/train_cpu.py --stages report"),
     ("strict_vs_keyword.*", f"{PY} bench/strict_vs_keyword.py"),
+    ("main_job_time_history.jsonl", f"{PY} bench/main_job_time.py  (appends a row per run)"),
     ("copied_count_*.json", f"{PY} bench/copied_count.py --arm <arm>"),
     ("vote_choices_*.json", f"{PY} bench/vote_choices.py --arm <arm>"),
     ("models/*/vote_choices_*.json", f"{PY} bench/vote_choices.py --model <name> --arm <arm>"),
