@@ -242,7 +242,7 @@ def test_an_idle_cache_nobody_reuses_goes_after_idle_steps_unless_a_queued_reque
     assert cells_left(idle_steps=4, queued=old + [1, 2]) == len(old)  # its next step is queued: kept
 
 
-def test_a_loop_whose_next_step_comes_soon_keeps_its_cache_beside_others():
+def test_a_loops_next_step_still_reuses_its_cache_with_idle_steps_on():
     tools = list(range(40, 60))
     scheduler = BatchScheduler(FakeEngine(n_ctx=256), idle_steps=4)
     answers(scheduler, request(tools + [1], max_tokens=3))
