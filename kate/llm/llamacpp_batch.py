@@ -57,6 +57,11 @@ __all__ = ["BatchScheduler", "DecodeEngine", "Entry", "Request", "SamplingParams
            "pick_token"]
 
 
+def _extends(prompt: list[int], cached: list[int]) -> bool:
+    """Whether ``prompt`` continues the cached prompt (holds it whole as its prefix)."""
+    return prompt[: len(cached)] == cached
+
+
 class BatchScheduler:
     """Admits requests into free sequence ids and decodes all of them together, a token a step."""
 
@@ -179,7 +184,7 @@ class BatchScheduler:
         the last; behind every new request in the queue its steps would wait on all of them."""
         idle = [c for s, c in enumerate(self._cached) if c and self._owner[s] is None]
         for i, request in enumerate(self._pending):
-            if any(request.prompt[: len(cached)] == cached for cached in idle):
+            if any(_extends(request.prompt, cached) for cached in idle):
                 return i
         return 0
 
@@ -195,7 +200,7 @@ class BatchScheduler:
             queued = [r.prompt for r in self._pending]
         for s in stale:
             cached = self._cached[s]
-            if not any(prompt[: len(cached)] == cached for prompt in queued):
+            if not any(_extends(prompt, cached) for prompt in queued):
                 self.engine.seq_rm(s, -1, -1)
                 self._cached[s] = []
 
